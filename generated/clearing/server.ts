@@ -596,7 +596,8 @@ export const schemaDocument = {
                 "type": "array",
                 "description": "Recent entries, newest first; the entry shape is the binding's (§6.3).",
                 "items": {
-                  "type": "object"
+                  "type": "object",
+                  "additionalProperties": true
                 }
               }
             }

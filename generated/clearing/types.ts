@@ -446,7 +446,9 @@ export interface components {
             };
             funding: string[];
             /** @description Recent entries, newest first; the entry shape is the binding's (§6.3). */
-            statement: Record<string, never>[];
+            statement: {
+                [key: string]: unknown;
+            }[];
         };
         /** @description One account's part of a settlement (clearing-contract §6.4). */
         Leg: {

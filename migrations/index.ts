@@ -1,0 +1,23 @@
+/**
+ * The knex migration source: every migration of this folder, in name order. Used by
+ * `openDatabase` on PGlite and on Postgres alike, so both always have the same schema.
+ */
+import type { Knex } from 'knex';
+import * as clearingLedger from './001_clearing_ledger.ts';
+
+/** A migration module: `up` applies it, `down` undoes it. */
+export interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const migrations: Record<string, Migration> = {
+  '001_clearing_ledger': clearingLedger,
+};
+
+/** knex's `migrationSource` over the table above. */
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name],
+};

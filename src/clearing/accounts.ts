@@ -1,0 +1,107 @@
+/**
+ * Account reads of the reference binding, resolve-account (§6.1), read-balance (§6.2) and
+ * read-summary (§6.3), and its own doors outside the contract (§14): create an account, link
+ * an agent key to an account. Amounts are EUR micro-units.
+ */
+import type { Knex } from 'knex';
+import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
+import { int, iso } from '../db/index.ts';
+import { HttpError, invalidRequest } from '../http/errors.ts';
+import { inTransaction, isMachinery, lockAccounts, readFigures } from './ledger.ts';
+import { reservationsOf } from './reservations.ts';
+
+/** The statement length of read-summary: default and clamp (§6.3). */
+export const STATEMENT_DEFAULT = 30;
+export const STATEMENT_MAX = 500;
+
+/** The funding doors this binding declares (§5.1): the account holder can credit an account. */
+export const FUNDING = ['credit'];
+
+/** resolve-account (§6.1): one indexed read; an unlinked key answers `account: null`. */
+export async function resolveAccount(db: Knex, { params }: OperationRequest<'resolve-account'>): Promise<OperationResult<'resolve-account'>> {
+  const row = await db('clearing_agent_links').where({ agent_key: params.agentKey }).first('account');
+  return { agent: params.agentKey, account: row?.account ?? null };
+}
+
+/** read-balance (§6.2): the figures, expiry applied first. 404 `no_such_object` for an unknown account. */
+export async function readBalance(db: Knex, { params }: OperationRequest<'read-balance'>): Promise<OperationResult<'read-balance'>> {
+  return inTransaction(db, (trx) => readFigures(trx, params.account));
+}
+
+/**
+ * The provenance split of §6.3, net of corrections (invariant 14): a reversal's postings carry
+ * the kind they undo (`reverse-charge` counts against `charge`), so a reversed charge stops
+ * counting as spend. Keys: credited, earned, spent, adjusted (and fees for the platform account).
+ */
+async function totals(trx: Knex.Transaction, account: string): Promise<Record<string, number>> {
+  const rows = await trx('clearing_postings')
+    .where({ account })
+    .groupBy('kind')
+    .select('kind', trx.raw('sum(delta)::bigint AS total'));
+  const byKind = new Map<string, number>();
+  for (const row of rows) {
+    const kind = String(row.kind).replace(/^reverse-/, '');
+    byKind.set(kind, (byKind.get(kind) ?? 0) + int(row.total));
+  }
+  const figure = (kind: string, sign: 1 | -1) => sign * (byKind.get(kind) ?? 0);
+  const result: Record<string, number> = {
+    credited: figure('credit', 1),
+    earned: figure('earn', 1),
+    spent: figure('charge', -1),
+    adjusted: figure('adjustment', 1),
+  };
+  if (byKind.has('fee')) result.fees = figure('fee', 1);
+  return result;
+}
+
+/** read-summary (§6.3): figures, open reservations, totals, funding and the newest `limit` postings. */
+export async function readSummary(db: Knex, { params, query }: OperationRequest<'read-summary'>): Promise<OperationResult<'read-summary'>> {
+  const limit = Math.min(query.limit ?? STATEMENT_DEFAULT, STATEMENT_MAX);
+  return inTransaction(db, async (trx) => {
+    const figures = await readFigures(trx, params.account);
+    const statement = await trx('clearing_postings as p')
+      .join('clearing_transactions as t', 't.txn_id', 'p.txn_id')
+      .where('p.account', params.account)
+      .orderBy('p.id', 'desc')
+      .limit(limit)
+      .select('p.txn_id', 'p.delta', 'p.kind', 't.door', 't.ref', 't.memo', 't.reason', 't.created_at');
+    return {
+      ...figures,
+      reservations: await reservationsOf(trx, params.account, true),
+      totals: await totals(trx, params.account),
+      funding: FUNDING,
+      statement: statement.map((row) => ({
+        txn_id: row.txn_id,
+        ts: iso(row.created_at),
+        delta: int(row.delta),
+        kind: row.kind,
+        door: row.door,
+        ref: row.ref ?? row.memo ?? row.reason ?? null,
+      })),
+    };
+  });
+}
+
+/** create-account (extension): a holder account; idempotent; machinery names are refused (422 `invalid_request`). */
+export async function createAccount(db: Knex, { body }: OperationRequest<'create-account'>): Promise<OperationResult<'create-account'>> {
+  if (isMachinery(body.account)) throw invalidRequest(`${body.account} names this binding's own machinery; choose another account id`);
+  const inserted = await db('clearing_accounts').insert({ id: body.account, kind: 'holder' }).onConflict('id').ignore().returning('id');
+  return { ok: true, applied: inserted.length === 1, account: body.account };
+}
+
+/**
+ * link-agent (extension): maps an agent key to the account that pays for it (§4, §6.1).
+ * Idempotent; relinking a key to another account is refused with 422 `terms_conflict`.
+ */
+export async function linkAgent(db: Knex, { body }: OperationRequest<'link-agent'>): Promise<OperationResult<'link-agent'>> {
+  return inTransaction(db, async (trx) => {
+    await lockAccounts(trx, [body.account]);
+    if (isMachinery(body.account)) throw invalidRequest(`${body.account} is this binding's own machinery; an agent cannot pay from it`);
+    const existing = await trx('clearing_agent_links').where({ agent_key: body.agentKey }).first('account');
+    if (existing && existing.account !== body.account) {
+      throw new HttpError(422, 'terms_conflict', `agent key ${body.agentKey} is already linked to ${existing.account}`);
+    }
+    if (!existing) await trx('clearing_agent_links').insert({ agent_key: body.agentKey, account: body.account });
+    return { ok: true, applied: !existing, agent: body.agentKey, account: body.account };
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * The reference binding as a Koa app: the §7 error body around everything, `/healthz` outside
+ * the §3 loopback gate, then the generated operation table with this binding's handlers.
+ */
+import Koa from 'koa';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { operationTable, schemaDocument, type OperationId } from '../../generated/clearing/server.ts';
+import { loopbackGate } from '../http/access.ts';
+import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
+import { createAccount, linkAgent, readBalance, readSummary, resolveAccount } from './accounts.ts';
+import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabilities.ts';
+import { adjust, credit, readSettlement, reverse, settle } from './settlements.ts';
+import { draw, listReservations, openHold, readReservation, releaseHold, resizeHold } from './reservations.ts';
+
+/** Options of `createClearingApp`. */
+export interface ClearingAppOptions {
+  /** The ledger's database (already migrated). */
+  db: Knex;
+  /** The operations to offer (default: all of §6); the others answer 404 `not_offered` (§5.2). */
+  operations?: readonly OperationName[];
+  /** Where unexpected failures are reported. */
+  logger?: Logger;
+}
+
+type Implementation = (db: Knex, request: any) => Promise<unknown>;
+
+const implementations: Record<OperationName, Implementation> = {
+  'resolve-account': resolveAccount,
+  'read-balance': readBalance,
+  'read-summary': readSummary,
+  'read-settlement': readSettlement,
+  'list-reservations': listReservations,
+  'read-reservation': readReservation,
+  credit,
+  settle,
+  reverse,
+  adjust,
+  'open-hold': openHold,
+  'resize-hold': resizeHold,
+  draw,
+  'release-hold': releaseHold,
+};
+
+/** Builds the binding's Koa app (clearing-contract §3, §5, §6, §7). */
+export function createClearingApp(options: ClearingAppOptions): Koa {
+  const offered = options.operations ?? ALL_OPERATIONS;
+  const document = capabilityDocument(offered);
+  const bind = (implementation: Implementation): MountedHandler => (request) => implementation(options.db, request);
+  const handlers: Partial<Record<OperationId, MountedHandler>> = {
+    health: async () => ({ ok: true }),
+    capabilities: async () => document,
+    'create-account': bind(createAccount),
+    'link-agent': bind(linkAgent),
+  };
+  for (const name of offered) handlers[name] = bind(implementations[name]);
+
+  const app = new Koa();
+  app.use(errorBodies((error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  app.use(loopbackGate(['/healthz']));
+  mountOperations(app, { table: operationTable, schemaDocument, handlers });
+  return app;
+}

@@ -1,0 +1,53 @@
+/**
+ * Runs the reference binding: opens the database, listens on 127.0.0.1 (the §3 co-location
+ * assumption), sweeps expired holds periodically (§6.15), and closes cleanly.
+ */
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import pino, { type Logger } from 'pino';
+import { openDatabase, type DatabaseTarget } from '../db/index.ts';
+import { createClearingApp } from './app.ts';
+import type { OperationName } from './capabilities.ts';
+import { expireHolds } from './ledger.ts';
+
+/** Options of `startClearingServer`. */
+export interface ClearingServerOptions {
+  target: DatabaseTarget;
+  /** TCP port on 127.0.0.1; 0 picks a free one. */
+  port: number;
+  operations?: readonly OperationName[];
+  /** Interval of the expiry sweep, in milliseconds (default 60 000). */
+  sweep_ms?: number;
+  logger?: Logger;
+}
+
+/** A running binding: its base URL and how to stop it. */
+export interface RunningClearing {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Starts the binding; resolves once it is listening. Throws when the database cannot be opened. */
+export async function startClearingServer(options: ClearingServerOptions): Promise<RunningClearing> {
+  const logger = options.logger ?? pino({ level: 'warn' });
+  const database = await openDatabase(options.target);
+  const app = createClearingApp({ db: database.knex, operations: options.operations, logger });
+  const server = app.listen(options.port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const sweep = setInterval(() => {
+    expireHolds(database.knex).catch((error) => logger.error({ err: error }, 'expiry sweep failed'));
+  }, options.sweep_ms ?? 60_000);
+  sweep.unref();
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    async close() {
+      clearInterval(sweep);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await database.close();
+    },
+  };
+}

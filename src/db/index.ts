@@ -1,0 +1,95 @@
+/**
+ * The database: PostgreSQL through knex. PGlite (an embedded PostgreSQL) in a directory by
+ * default, a real server when `DATABASE_URL` is set. The same migrations (`migrations/`) run on
+ * both. This module is also the one place where driver differences are smoothed over
+ * (TOOLCHAIN "knex + PGlite traps"): bigint columns come back as JS integers from both.
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import knexPkg, { type Knex } from 'knex';
+import pg from 'pg';
+import ClientPgLite from 'knex-pglite';
+import lockfile from 'proper-lockfile';
+import { migrationSource } from '../../migrations/index.ts';
+
+const { knex } = knexPkg;
+
+/** Where the data lives: a PostgreSQL URL, a PGlite directory, or PGlite in memory (tests). */
+export type DatabaseTarget = { url: string } | { dir: string } | { memory: true };
+
+/** An open database: the knex instance and how to close it (and release the directory lock). */
+export interface Database {
+  knex: Knex;
+  /** `postgres` for a server, `pglite` for the embedded engine (which serializes all transactions). */
+  engine: 'postgres' | 'pglite';
+  close(): Promise<void>;
+}
+
+/** PostgreSQL int8 as a JS number; refuses a value outside the safe integer range rather than rounding it. */
+function parseInt8(text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) throw new Error(`integer ${text} is outside the exact range of a JS number`);
+  return value;
+}
+pg.types.setTypeParser(pg.types.builtins.INT8, parseInt8);
+
+/** The target named by the environment: `DATABASE_URL` when set, else the PGlite directory `dir`. */
+export function targetFromEnv(dir: string): DatabaseTarget {
+  const url = process.env.DATABASE_URL;
+  return url ? { url } : { dir };
+}
+
+/**
+ * Opens the database and brings its schema up to date.
+ * A PGlite directory is locked for this process (nothing else locks it, and two processes on one
+ * directory lose writes); a second opener fails with "already being used by another process".
+ */
+export async function openDatabase(target: DatabaseTarget, options: { poolMax?: number } = {}): Promise<Database> {
+  let release: (() => Promise<void>) | null = null;
+  let db: Knex;
+  if ('url' in target) {
+    db = knex({ client: 'pg', connection: target.url, pool: { min: 0, max: options.poolMax ?? 10 } });
+  } else {
+    let connection: object = {};
+    if ('dir' in target) {
+      const dir = path.resolve(target.dir);
+      await mkdir(dir, { recursive: true });
+      try {
+        release = await lockfile.lock(dir, { lockfilePath: `${dir}.lock`, stale: 15_000, update: 5_000 });
+      } catch (error) {
+        throw new Error(`the database directory ${dir} is already being used by another process (${(error as Error).message})`);
+      }
+      connection = { filename: dir };
+    }
+    db = knex({ client: ClientPgLite as unknown as typeof knex.Client, dialect: 'postgres', connection });
+  }
+  try {
+    await db.migrate.latest({ migrationSource });
+  } catch (error) {
+    await db.destroy();
+    await release?.();
+    throw error;
+  }
+  return {
+    knex: db,
+    engine: 'url' in target ? 'postgres' : 'pglite',
+    async close() {
+      await db.destroy();
+      await release?.();
+    },
+  };
+}
+
+/** An integer read from any driver (number, numeric string or bigint); null stays null. */
+export function int(value: unknown): number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint' || typeof value === 'string') return parseInt8(String(value));
+  if (value === null || value === undefined) return 0;
+  throw new Error(`expected an integer, got ${typeof value}`);
+}
+
+/** A timestamp from any driver as an ISO 8601 string; null stays null. */
+export function iso(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  return (value instanceof Date ? value : new Date(String(value))).toISOString();
+}
