@@ -55,7 +55,14 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
       const dir = path.resolve(target.dir);
       await mkdir(dir, { recursive: true });
       try {
-        release = await lockfile.lock(dir, { lockfilePath: `${dir}.lock`, stale: 15_000, update: 5_000 });
+        release = await lockfile.lock(dir, {
+          lockfilePath: `${dir}.lock`,
+          // A lock left by a killed process goes stale after 10 s, so a restart waits at most that long.
+          stale: 10_000,
+          update: 2_000,
+          retries: { retries: 12, minTimeout: 1_000, maxTimeout: 1_000 },
+          onCompromised: (error) => process.emitWarning(`PGlite directory lock compromised: ${error.message}`),
+        });
       } catch (error) {
         throw new Error(`the database directory ${dir} is already being used by another process (${(error as Error).message})`);
       }
