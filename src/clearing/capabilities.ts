@@ -45,7 +45,8 @@ export function capabilityDocument(operations: readonly OperationName[]): Capabi
     funding: operations.includes('credit') ? FUNDING : [],
     payout: false,
     negative_balance: true,
-    limits: { min_amount: 1, max_amount: null },
+    // Larger amounts are refused at the door (src/http/mount.ts): JSON cannot carry them exactly.
+    limits: { min_amount: 1, max_amount: Number.MAX_SAFE_INTEGER },
     pending_max_seconds: null,
   };
 }

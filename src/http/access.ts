@@ -21,7 +21,8 @@ export function loopbackGate(open: readonly string[]): Middleware {
       if (!isLoopback(ctx.req.socket.remoteAddress)) {
         throw new HttpError(403, 'not_permitted', `only a local caller may use this binding; the peer ${ctx.req.socket.remoteAddress} is not loopback`);
       }
-      if (ctx.get('x-forwarded-for') !== '') {
+      // Present at all, even empty, is what a proxy leaves behind (`ctx.get` reads an empty header as absent).
+      if (ctx.req.headers['x-forwarded-for'] !== undefined) {
         throw new HttpError(403, 'not_permitted', 'a request carrying X-Forwarded-For came through a proxy; only an unproxied local caller may use this binding');
       }
     }

@@ -29,7 +29,8 @@ export type MountedHandler = (request: { params: any; query: any; body: any }, c
 const SCHEMA_ID = 'openapi-document';
 
 function newAjv(coerce: boolean, document: object): Ajv2020 {
-  const ajv = new Ajv2020({ strict: false, allErrors: false, coerceTypes: coerce });
+  // verbose: an error carries its schema, so a `not` refusal can say which value is excluded.
+  const ajv = new Ajv2020({ strict: false, allErrors: false, coerceTypes: coerce, verbose: true });
   (addFormats as unknown as { default: (a: Ajv2020) => void }).default(ajv);
   ajv.addSchema({ $id: SCHEMA_ID, ...document });
   return ajv;
@@ -49,7 +50,27 @@ export function describeAjvError(where: string, error: ErrorObject): string {
   if (error.keyword === 'additionalProperties') {
     return `${field}.${(error.params as { additionalProperty: string }).additionalProperty} is not a field of this operation`;
   }
+  // With `verbose`, a `not` error carries the excluded schema: "body.delta must not be 0".
+  const excluded = error.schema as { const?: unknown } | undefined;
+  if (error.keyword === 'not' && excluded && typeof excluded === 'object' && 'const' in excluded) {
+    return `${field} must not be ${JSON.stringify(excluded.const)}`;
+  }
   return `${field} ${error.message ?? 'is invalid'}`;
+}
+
+/**
+ * The path of the first number in `value` that a JS number cannot hold exactly (beyond
+ * ±(2^53 − 1): JSON.parse has already rounded it), e.g. "body.lines[0].amount"; null when none.
+ * Runs after schema validation, so the schema bounds how deep it goes.
+ */
+export function inexactNumber(value: unknown, where: string): string | null {
+  if (typeof value === 'number') return Math.abs(value) > Number.MAX_SAFE_INTEGER ? where : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, item] of Object.entries(value)) {
+    const found = inexactNumber(item, Array.isArray(value) ? `${where}[${key}]` : `${where}.${key}`);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 function validator(validate: ValidateFunction | null, where: string) {
@@ -71,7 +92,8 @@ export interface MountOptions {
 
 /**
  * Adds body parsing, the table's routes and the `no_such_route` fallback to `app`.
- * Bodies that are not a JSON object answer 422 `invalid_request`.
+ * Bodies that are not a JSON object, or that carry a number beyond the exact integer range,
+ * answer 422 `invalid_request`.
  */
 export function mountOperations(app: Koa, options: MountOptions): void {
   const strict = newAjv(false, options.schemaDocument);
@@ -95,6 +117,8 @@ export function mountOperations(app: Koa, options: MountOptions): void {
         body = (ctx.request as unknown as { body: unknown }).body;
         if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('invalid request: the body must be a JSON object');
         checkBody(body);
+        const inexact = inexactNumber(body, 'body');
+        if (inexact !== null) throw invalidRequest(`invalid request: ${inexact} must be at most ${Number.MAX_SAFE_INTEGER} in magnitude, the largest integer carried exactly`);
       }
       ctx.body = await handler({ params, query, body }, ctx);
     });
