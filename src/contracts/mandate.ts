@@ -1,0 +1,102 @@
+/**
+ * The mandate: parse, validate against `openapi/mandate.schema.json` and the rules beside it, and
+ * normalize into {@link Mandate} with money in integer micro-units (gateway §1 "Admit", §3;
+ * DESIGN "Mandate").
+ */
+import { parse as parseYaml } from 'yaml';
+import { ContractError } from './errors.ts';
+import type { RuntimeKind } from './manifest.ts';
+import { parseMoney, parseRate, type Micros, type RateNanos } from './money.ts';
+import { parseAgentRef } from './resolve.ts';
+import { createValidator, validationProblems } from './schema-check.ts';
+import { mandateSchema } from './schemas.ts';
+
+/** A validated, normalized mandate. Every default of the schema is filled in. */
+export interface Mandate {
+  id: string;
+  issuer: string;
+  grantee: string;
+  allow: { agents: string[]; capabilities: string[]; published: boolean };
+  deny: { agents: string[]; capabilities: string[] };
+  /** `runtimes`: null means any runtime. */
+  require: { open_source: boolean; runtimes: RuntimeKind[] | null };
+  data: { remote: boolean };
+  /** `above_micros`: in `budget.currency`; null means no amount threshold. */
+  approval: { above_micros: Micros | null; agents: string[]; capabilities: string[] };
+  /** `fx`: currency code → rate into `currency`, × 10^9 (see money.ts `RateNanos`). */
+  budget: { total_micros: Micros; currency: string; fx: Readonly<Record<string, RateNanos>> };
+  delegation: { max_depth: number };
+  /** Milliseconds since the epoch, or null for no expiry. */
+  expires_at_ms: number | null;
+}
+
+const validateDocument = createValidator({ strict: true, allErrors: true, useDefaults: true }).compile(mandateSchema);
+
+/**
+ * Parses a mandate written in YAML (or JSON, a subset) and validates it as {@link validateMandate}.
+ * Throws ContractError `invalid_mandate` on a syntax error and whatever {@link validateMandate} throws.
+ */
+export function parseMandate(yamlText: string): Mandate {
+  let document: unknown;
+  try {
+    document = parseYaml(yamlText, { schema: 'core', uniqueKeys: true });
+  } catch (error) {
+    throw new ContractError('invalid_mandate', `mandate: ${(error as Error).message}`);
+  }
+  return validateMandate(document);
+}
+
+/**
+ * Validates a mandate document and normalizes it. The input is not modified.
+ * Throws ContractError `invalid_mandate` naming every schema problem (up to 10) or the first broken
+ * rule: a root mandate's id outside its issuer's namespace, an `@range` that is not semver, an fx
+ * rate of 0 or an fx entry for the budget's own currency.
+ */
+export function validateMandate(document: unknown): Mandate {
+  const doc = structuredClone(document) as Record<string, any>;
+  const problems = validationProblems(validateDocument, doc, '');
+  if (problems !== null) throw new ContractError('invalid_mandate', problems.join('; '), problems[0].split(':')[0]);
+  const refuse = (field: string, sentence: string): never => {
+    throw new ContractError('invalid_mandate', `${field}: ${sentence}`, field);
+  };
+  if (!doc.issuer.includes('/') && !doc.id.startsWith(`${doc.issuer}/`)) {
+    refuse('id', `"${doc.id}" must be in the issuer's namespace "${doc.issuer}/"`);
+  }
+  for (const list of ['allow', 'deny', 'approval'] as const) {
+    doc[list].agents.forEach((pattern: string, index: number) => {
+      if (pattern === '*' || pattern.endsWith('/*')) return;
+      try {
+        parseAgentRef(pattern);
+      } catch (error) {
+        refuse(`${list}.agents[${index}]`, (error as Error).message);
+      }
+    });
+  }
+  const fx: Record<string, RateNanos> = {};
+  for (const [currency, rate] of Object.entries<string>(doc.budget.fx)) {
+    if (currency === doc.budget.currency) refuse(`budget.fx.${currency}`, `is the budget's own currency: its rate is 1 by definition`);
+    const field = `budget.fx.${currency}`;
+    try {
+      fx[currency] = parseRate(rate, field);
+    } catch (error) {
+      throw new ContractError('invalid_mandate', (error as Error).message, field);
+    }
+  }
+  return {
+    id: doc.id,
+    issuer: doc.issuer,
+    grantee: doc.grantee,
+    allow: { agents: doc.allow.agents, capabilities: doc.allow.capabilities, published: doc.allow.published },
+    deny: { agents: doc.deny.agents, capabilities: doc.deny.capabilities },
+    require: { open_source: doc.require.open_source, runtimes: doc.require.runtimes ?? null },
+    data: { remote: doc.data.remote },
+    approval: {
+      above_micros: doc.approval.above === undefined ? null : parseMoney(doc.approval.above, 'approval.above'),
+      agents: doc.approval.agents,
+      capabilities: doc.approval.capabilities,
+    },
+    budget: { total_micros: parseMoney(doc.budget.total, 'budget.total'), currency: doc.budget.currency, fx },
+    delegation: { max_depth: doc.delegation.max_depth },
+    expires_at_ms: doc.expires_at === undefined ? null : Date.parse(doc.expires_at),
+  };
+}
