@@ -148,10 +148,12 @@ export function toPayerCurrency(amount_micros: Micros, rate: RateNanos): Micros 
 /**
  * Converts a ceiling in the payer's (mandate) currency into the agent's currency at `rate`,
  * rounded down, so that any agent charge within the result converts back (rounding up) to at
- * most the ceiling (open point 4). Throws ContractError `invalid_money` on overflow.
+ * most the ceiling (open point 4); and at most `limit_micros` (the agent's own worst case), so
+ * a tiny rate cannot overflow. Never throws for valid arguments.
  */
-export function toAgentCurrency(ceiling_micros: Micros, rate: RateNanos): Micros {
-  return toMicros(divFloor(BigInt(ceiling_micros) * NANOS_PER_UNIT, rate));
+export function toAgentCurrency(ceiling_micros: Micros, rate: RateNanos, limit_micros: Micros): Micros {
+  const converted = divFloor(BigInt(ceiling_micros) * NANOS_PER_UNIT, rate);
+  return converted < BigInt(limit_micros) ? Number(converted) : limit_micros;
 }
 
 function label(field: string | null): string {

@@ -122,7 +122,7 @@ export function worstCase(manifest: Manifest, terms: PayerTerms, max_cost_micros
     ok: true,
     listed_micros,
     worst_case_micros: Math.min(max_cost_micros, listed_micros),
-    agent_cap: { amount_micros: Math.min(toAgentCurrency(max_cost_micros, rate), own_micros + downstream_micros), currency },
+    agent_cap: { amount_micros: toAgentCurrency(max_cost_micros, rate, own_micros + downstream_micros), currency },
   };
 }
 
