@@ -125,6 +125,9 @@ export function termsOf(fields: Record<string, unknown>): Record<string, unknown
   return JSON.parse(JSON.stringify(fields));
 }
 
+/** "a credit", "an adjust": a door as a refusal sentence names it. */
+const aDoor = (door: Door) => `${door === 'adjust' ? 'an' : 'a'} ${door}`;
+
 /**
  * Decides what a reused transaction id means (§9): a replay at the same door with the same
  * terms answers the stored outcome (`applied: false`); anything else is refused with 422
@@ -135,14 +138,14 @@ export function checkReplay(existing: TransactionRow, door: Door, terms: Record<
     throw new HttpError(
       422,
       'terms_conflict',
-      `transaction id ${existing.txn_id} was already used by a ${existing.door} at ${existing.created_at}; a ${door} needs its own transaction id`,
+      `transaction id ${existing.txn_id} was already used by ${aDoor(existing.door)} at ${existing.created_at}; ${aDoor(door)} needs its own transaction id`,
     );
   }
   if (!isDeepStrictEqual(existing.terms, terms)) {
     throw new HttpError(
       422,
       'terms_conflict',
-      `transaction id ${existing.txn_id} was already used for a ${door} with other terms: ${JSON.stringify(existing.terms)}`,
+      `transaction id ${existing.txn_id} was already used for ${aDoor(door)} with other terms: ${JSON.stringify(existing.terms)}`,
       { existing: existing.terms },
     );
   }

@@ -107,7 +107,8 @@ export async function adjust(db: Knex, { body }: OperationRequest<'adjust'>): Pr
 
 /**
  * reverse (§6.9): appends the exact inverse of a transaction. Refusals: 404 `no_such_object`
- * (no such transaction), 422 `not_reversible` (it is itself a correction), 422
+ * (no such transaction), 422 `not_reversible` (it is itself a correction: a reversal or an
+ * adjustment, §6.10 "a correction"), 422
  * `already_reversed` naming the existing reversal. Reversing a draw gives its amount back to
  * the hold's cap, once, while the hold is open.
  */
@@ -123,6 +124,9 @@ export async function reverse(db: Knex, { body }: OperationRequest<'reverse'>): 
     if (!original) throw noSuchObject(`there is no transaction ${body.reverses} to reverse`);
     if (original.door === 'reverse') {
       throw new HttpError(422, 'not_reversible', `${original.txn_id} is itself a correction (the reversal of ${original.reverses}) and cannot be reversed; if the charge should stand, charge it again under a new transaction id`);
+    }
+    if (original.door === 'adjust') {
+      throw new HttpError(422, 'not_reversible', `${original.txn_id} is itself a correction (an adjustment) and cannot be reversed; if it was wrong, adjust again by the opposite amount under a new transaction id`);
     }
     const postings = await postingsOf(trx, original.txn_id);
     await lockAccounts(trx, [original.account, ...postings.map((p) => p.account)]);
