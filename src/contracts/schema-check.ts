@@ -43,6 +43,9 @@ export function createValidator(options: { strict: boolean; allErrors: boolean; 
   return ajv;
 }
 
+/** One shared instance for author schemas: compiling the meta-schema once costs about 100 ms. */
+const authorValidator = createValidator({ strict: false, allErrors: false, useDefaults: false });
+
 /**
  * Compiles an author's schema (`interface.input`, `interface.output`) for validating call data.
  * `field` is where the schema sits in the manifest (`interface.input`), used in messages.
@@ -56,10 +59,12 @@ export function compileAuthorSchema(schema: unknown, field: string): ValidateFun
   }
   checkPatterns(schema, field);
   try {
-    // A fresh instance per schema: two authors' schemas may share an `$id` without clashing.
-    return createValidator({ strict: false, allErrors: false, useDefaults: false }).compile(schema);
+    return authorValidator.compile(schema);
   } catch (error) {
     throw new ContractError('invalid_schema', `${field}: not a valid JSON Schema 2020-12 (${(error as Error).message})`, field);
+  } finally {
+    // Forget the schema once compiled: two authors' schemas may share an `$id` without clashing.
+    if (typeof schema === 'object') authorValidator.removeSchema(schema);
   }
 }
 
