@@ -473,11 +473,11 @@ test('§6.3 the statement defaults to 30 entries and clamps an explicit limit to
   const read = async (query: string) => {
     const res = await binding.http.get(`/internal/ledger/summary/${account}${query}`);
     assert.equal(res.status, 200);
-    return res.body.statement as { txn_id: string; delta: number }[];
+    return res.body.statement as { txn_id: string; ts: string; delta: number }[];
   };
   const byDefault = await read('');
   assert.equal(byDefault.length, 30);
-  const { ts, ...newest } = byDefault[0] as { ts: string };
+  const { ts, ...newest } = byDefault[0];
   assert.deepEqual(newest, { txn_id: `${prefix}-501`, delta: 501, kind: 'credit', door: 'credit', ref: null });
   assert.equal(typeof ts, 'string');
   assert.equal(byDefault[29].txn_id, `${prefix}-472`);
