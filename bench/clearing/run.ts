@@ -1,0 +1,190 @@
+/**
+ * The clearing benchmark (issue 2 §7): settle throughput and admission-path latency of the
+ * reference binding over loopback HTTP, next to the same database work issued directly through
+ * `pg` (`direct.ts`), which is the ceiling of this design on this machine.
+ *
+ *   DATABASE_URL=postgres://... node --import tsx bench/clearing/run.ts
+ *
+ * Environment: `BENCH_SECONDS` measured seconds per cell (10), `BENCH_WARMUP_SECONDS`
+ * unmeasured seconds before each (1), `BENCH_CLIENTS` comma-separated client counts
+ * (`1,4,16`), `BENCH_OUT` a path to write the results as JSON as well. Everything it creates
+ * carries a run-unique prefix, so it can share a database with other work; it removes nothing
+ * (the journal is append-only). The binding is started as a child process with the same
+ * environment, so `NODE_OPTIONS` (e.g. `--cpu-prof`) reaches it.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { expectOk, JsonClient, startBinding, type ChildBinding } from './binding.ts';
+import { DirectLedger } from './direct.ts';
+import { runCell, type CellResult, type CpuSubjects, type Operation } from './measure.ts';
+
+/** What the payer pays and the payee earns per benchmark settlement, in micro-units. */
+const RETAIL_MICROS = 1_200;
+const RATE_MICROS = 1_000;
+/** Each payer's funding, in micro-units (settling never refuses for funds, but realistic balances stay positive). */
+const FUNDING_MICROS = 1_000_000_000_000;
+
+/** One row of the results table. */
+interface Row extends CellResult {
+  operation: 'settle' | 'admission';
+  path: 'http' | 'direct';
+  /** `own`: each client settles between its own payer and payee; `shared`: every client's payer is the same account. */
+  payer: 'own' | 'shared' | '-';
+}
+
+/** Reads a positive number from the environment, or `fallback`. Throws naming the variable when it is not one. */
+function numberFromEnv(name: string, fallback: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}=${text} is not a non-negative number`);
+  return value;
+}
+
+/** The accounts and agent keys of one run: client `i` pays from `payers[i]` to `payees[i]` and is admitted as `agents[i]`. */
+interface Fixture {
+  prefix: string;
+  payers: string[];
+  payees: string[];
+  agents: string[];
+}
+
+/** Creates `clients` payer/payee pairs (payers funded) and links one agent key to each payer, through the binding's own doors. */
+async function createFixture(http: JsonClient, clients: number): Promise<Fixture> {
+  const prefix = `bench-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const fixture: Fixture = { prefix, payers: [], payees: [], agents: [] };
+  for (let i = 0; i < clients; i++) {
+    const payer = `${prefix}-payer-${i}`;
+    const payee = `${prefix}-payee-${i}`;
+    const agent = `${prefix}-agent-${i}`;
+    for (const account of [payer, payee]) expectOk(await http.post('/internal/reference/accounts', { account }), `create-account ${account}`);
+    expectOk(await http.post('/internal/ledger/purchase', { txnId: `${prefix}-fund-${i}`, account: payer, amount: FUNDING_MICROS }), `credit ${payer}`);
+    expectOk(await http.post('/internal/reference/agent-links', { agentKey: agent, account: payer }), `link-agent ${agent}`);
+    fixture.payers.push(payer);
+    fixture.payees.push(payee);
+    fixture.agents.push(agent);
+  }
+  return fixture;
+}
+
+/** A settle operation over HTTP; `payerOf` picks the paying account of a client. Throws unless it applied. */
+function httpSettle(http: JsonClient, fixture: Fixture, cell: string, payerOf: (client: number) => string): Operation {
+  return async (client, n) => {
+    const txnId = `${fixture.prefix}-${cell}-${client}-${n}`;
+    const body = { txnId, caller: payerOf(client), owner: fixture.payees[client], rate: RATE_MICROS, retail: RETAIL_MICROS };
+    const answer = expectOk(await http.post('/internal/ledger/charge', body), `settle ${txnId}`);
+    if (answer.applied !== true) throw new Error(`settle ${txnId} did not apply: ${JSON.stringify(answer)}`);
+  };
+}
+
+/** The same settle issued directly through `pg`. Throws unless it applied. */
+function directSettle(direct: DirectLedger, fixture: Fixture, cell: string, payerOf: (client: number) => string): Operation {
+  return async (client, n) => {
+    const txnId = `${fixture.prefix}-${cell}-${client}-${n}`;
+    const applied = await direct.settle({ txnId, caller: payerOf(client), owner: fixture.payees[client], rate: RATE_MICROS, retail: RETAIL_MICROS });
+    if (!applied) throw new Error(`direct settle ${txnId} did not apply`);
+  };
+}
+
+/** The admission path over HTTP: resolve-account, then read-balance of the account it names. */
+function httpAdmission(http: JsonClient, fixture: Fixture): Operation {
+  return async (client) => {
+    const agent = fixture.agents[client];
+    const resolved = expectOk(await http.get(`/internal/ledger/account-for-agent/${encodeURIComponent(agent)}`), `resolve-account ${agent}`);
+    expectOk(await http.get(`/internal/ledger/balance/${encodeURIComponent(resolved.account)}`), `read-balance ${resolved.account}`);
+  };
+}
+
+/** Formats a number with `digits` decimals, or a dash when it is missing. */
+function fixed(value: number | undefined, digits: number): string {
+  return value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits);
+}
+
+/** The results as a Markdown table, then the HTTP/direct ratios. */
+function report(rows: Row[]): string {
+  const lines = [
+    '| operation | path | clients | payer | ops/s | p50 ms | p99 ms | CPU binding | CPU postgres | CPU bench | CPU other |',
+    '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.operation} | ${r.path} | ${r.clients} | ${r.payer} | ${fixed(r.ops_per_s, 0)} | ${fixed(r.p50_ms, 2)} | ${fixed(r.p99_ms, 2)} | ` +
+        `${fixed(r.cpu?.binding, 2)} | ${fixed(r.cpu?.postgres, 2)} | ${fixed(r.cpu?.bench, 2)} | ${fixed(r.cpu?.other, 2)} |`,
+    );
+  }
+  lines.push('', 'CPU columns: cores busy during the measured window (1.00 = one core all the time); "other" is everything else on the machine.', '');
+  for (const r of rows.filter((row) => row.path === 'http')) {
+    const twin = rows.find((d) => d.path === 'direct' && d.operation === r.operation && d.clients === r.clients && d.payer === r.payer);
+    if (twin) lines.push(`- ${r.operation}, ${r.clients} client(s), payer ${r.payer}: HTTP/direct = ${fixed((100 * r.ops_per_s) / twin.ops_per_s, 0)}% of throughput`);
+  }
+  return lines.join('\n');
+}
+
+/** Runs every cell and prints the table; writes JSON to `BENCH_OUT` when set. */
+async function main(): Promise<void> {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('set DATABASE_URL to a Postgres server (see bench/README.md for a throwaway one)');
+  const seconds = numberFromEnv('BENCH_SECONDS', 10);
+  const warmup_s = numberFromEnv('BENCH_WARMUP_SECONDS', 1);
+  const clientCounts = (process.env.BENCH_CLIENTS || '1,4,16').split(',').map(Number);
+  if (!clientCounts.every((c) => Number.isSafeInteger(c) && c > 0)) throw new Error(`BENCH_CLIENTS=${process.env.BENCH_CLIENTS} is not a list of positive integers`);
+  const most = Math.max(...clientCounts);
+
+  const monitor = new pg.Client({ connectionString: url });
+  await monitor.connect();
+  const serverVersion: string = (await monitor.query('show server_version')).rows[0].server_version;
+  let binding: ChildBinding | null = null;
+  let http: JsonClient | null = null;
+  const direct = new DirectLedger(url, most);
+  try {
+    binding = await startBinding({ dir: path.join(os.tmpdir(), 'holon-bench-unused'), env: process.env });
+    http = new JsonClient(binding.url, most);
+    const fixture = await createFixture(http, most);
+    const subjects: CpuSubjects = {
+      bindingPid: binding.child.pid!,
+      postgresPids: async () => (await monitor.query('select pid from pg_stat_activity')).rows.map((r) => Number(r.pid)),
+    };
+    const machine = {
+      cpus: os.availableParallelism(),
+      memory_gib: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      postgres: serverVersion,
+      seconds_per_cell: seconds,
+      warmup_s,
+    };
+    console.log(`# clearing benchmark ${fixture.prefix}: ${JSON.stringify(machine)}`);
+
+    const rows: Row[] = [];
+    const cell = async (operation: Row['operation'], pathName: Row['path'], payer: Row['payer'], clients: number, op: Operation) => {
+      const result = await runCell(clients, seconds, warmup_s, op, subjects);
+      const row: Row = { operation, path: pathName, payer, ...result };
+      rows.push(row);
+      console.log(`${operation} ${pathName} clients=${clients} payer=${payer}: ${row.ops_per_s.toFixed(0)}/s p50 ${row.p50_ms.toFixed(2)} ms p99 ${row.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(row.cpu)}`);
+    };
+    const own = (client: number) => fixture.payers[client];
+    const shared = () => fixture.payers[0];
+    for (const clients of clientCounts) {
+      await cell('settle', 'http', 'own', clients, httpSettle(http, fixture, `h${clients}`, own));
+      await cell('settle', 'direct', 'own', clients, directSettle(direct, fixture, `d${clients}`, own));
+    }
+    await cell('settle', 'http', 'shared', most, httpSettle(http, fixture, `hs${most}`, shared));
+    await cell('settle', 'direct', 'shared', most, directSettle(direct, fixture, `ds${most}`, shared));
+    for (const clients of clientCounts) {
+      await cell('admission', 'http', '-', clients, httpAdmission(http, fixture));
+      await cell('admission', 'direct', '-', clients, async (client) => void (await direct.admission(fixture.agents[client])));
+    }
+
+    console.log(`\n${report(rows)}`);
+    if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ prefix: fixture.prefix, machine, rows }, null, 2));
+  } finally {
+    http?.close();
+    await binding?.stop();
+    await direct.close();
+    await monitor.end();
+  }
+}
+
+await main();
