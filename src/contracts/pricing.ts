@@ -73,7 +73,7 @@ export interface Charge {
  * The rate from `currency` into the payer's currency: exact 1 for the same currency, the
  * mandate's `fx` rate otherwise, null when there is none.
  */
-function rateInto(currency: string, terms: PayerTerms): RateNanos | null {
+export function rateInto(currency: string, terms: PayerTerms): RateNanos | null {
   return currency === terms.currency ? SAME_CURRENCY : (terms.fx[currency] ?? null);
 }
 
