@@ -1,0 +1,208 @@
+/**
+ * The MCP runtime: the Holon MCP agent profile over Streamable HTTP (gateway §6, first table).
+ *
+ * One connection per call (gateway §8): connect to `runtime.endpoint`, call `runtime.tool` with the
+ * input as `arguments` and, when the caller set a cap, `_meta["holon/max_cost"] = {amount,
+ * currency}`; read the result; always close.
+ *
+ * Result → outcome:
+ * - `structuredContent` → `output`; without it, the first text block parsed as JSON → `output`
+ *   (no text block, or text that is not JSON → `failure agent_error`);
+ * - `isError` with `structuredContent.error.code` → `error` with that code (and its `message`);
+ *   `isError` without a valid code → `failure agent_error`;
+ * - `_meta["holon/units"]` (integer ≥ 0) and `_meta["holon/quote"]` (decimal string) → `units` and
+ *   `quote`, on an output or an error; present but malformed → `failure agent_error`.
+ *
+ * Failures (DESIGN open point 11): no HTTP response at all (refused, DNS, reset, TLS) →
+ * `runtime_unavailable`; an HTTP answer outside the profile (any non-2xx such as 401, a redirect,
+ * which is never followed, a JSON-RPC error, a malformed result, an answer over 10 MiB) →
+ * `agent_error`; the hard timeout → `timeout`.
+ *
+ * Cancellation (DESIGN open point 12): at the hard timeout the request's AbortSignal fires, the SDK
+ * sends `notifications/cancelled` for the `tools/call` (MCP 2025-11-25), the runtime waits for that
+ * notification to be delivered (at most {@link CLOSE_GRACE_MS}), ends the session with an HTTP
+ * `DELETE` when the server gave one, and closes the response stream (the signal later protocol
+ * revisions use). No retry: a call is sent once.
+ *
+ * Credentials (DESIGN open point 13): the only `Authorization` sent is `Bearer <author's endpoint
+ * credential>`; nothing of the caller's reaches the agent but the input and the cap.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ERROR_CODE_PATTERN, toQuote, toUnits } from './agent-context.mjs';
+import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, limitBody, networkReason, statusHint, type Fetch } from './http.ts';
+import { clip, failure, isObject, timedOut } from './outcome.ts';
+import type { RunOutcome, RunRequest, Runtime } from './types.ts';
+
+/** How long closing may wait for the cancellation notification, then for the session `DELETE`, in ms. */
+export const CLOSE_GRACE_MS = 1000;
+
+/**
+ * The SDK's own request timeout, in ms: a backstop above the longest hard timeout (300 s, gateway
+ * §7 "Limits"), so the gateway's signal is what ends a run. The SDK default (60 s) would cut longer runs.
+ */
+const BACKSTOP_TIMEOUT_MS = 305_000;
+
+/** Options of {@link createMcpRuntime}. */
+export interface McpRuntimeOptions {
+  /** The fetch used for every request to the agent (default: global fetch). */
+  fetch?: Fetch;
+  /** The answer size limit in bytes (default {@link MAX_ANSWER_BYTES}). */
+  max_answer_bytes?: number;
+}
+
+/** The MCP runtime. Never throws: every problem is a `RunOutcome`. */
+export function createMcpRuntime(options: McpRuntimeOptions = {}): Runtime {
+  const baseFetch = options.fetch ?? fetch;
+  const maxBytes = options.max_answer_bytes ?? MAX_ANSWER_BYTES;
+  return {
+    async run(request) {
+      const { endpoint, tool } = request.target.runtime;
+      if (!endpoint || !tool) return failure('runtime_unavailable', 'an mcp agent needs runtime.endpoint and runtime.tool');
+      if (!isObject(request.input)) {
+        return failure('agent_error', 'MCP tool arguments are a JSON object: declare interface.input as an object');
+      }
+      if (request.signal.aborted) return timedOut();
+      return callOnce(request, endpoint, tool, baseFetch, maxBytes);
+    },
+  };
+}
+
+/** One connection, one `tools/call`, always closed. */
+async function callOnce(request: RunRequest, endpoint: string, tool: string, baseFetch: Fetch, maxBytes: number): Promise<RunOutcome> {
+  let problem: RunOutcome | null = null;
+  const stop = new AbortController();
+  const noteProblem = (outcome: RunOutcome) => {
+    problem ??= outcome;
+    stop.abort();
+  };
+  const transport = new CancellingTransport(new URL(endpoint), {
+    requestInit: { headers: credentialHeaders(request.credential), redirect: 'manual' },
+    fetch: watchedFetch(baseFetch, maxBytes, endpoint, noteProblem),
+    reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 },
+  });
+  const client = new Client({ name: 'holon-gateway', version: '0.1.0' });
+  const options = { signal: AbortSignal.any([request.signal, stop.signal]), timeout: BACKSTOP_TIMEOUT_MS };
+  try {
+    await client.connect(transport, options);
+    const _meta = request.max_cost ? { 'holon/max_cost': { ...request.max_cost } } : undefined;
+    const result = await client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, options);
+    return outcomeOf(result);
+  } catch (error) {
+    if (request.signal.aborted) return timedOut();
+    return problem ?? outcomeOfError(error);
+  } finally {
+    await transport.flush(CLOSE_GRACE_MS);
+    await within(CLOSE_GRACE_MS, transport.terminateSession());
+    await client.close().catch(() => {});
+  }
+}
+
+/**
+ * The fetch the transport uses: never follows a redirect, limits every response body, and reports
+ * a connection failure or a redirect through `noteProblem`, which also stops the call.
+ */
+function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, noteProblem: (outcome: RunOutcome) => void): Fetch {
+  return async (url, init) => {
+    let response: Response;
+    try {
+      response = await baseFetch(url, { ...init, redirect: 'manual' });
+    } catch (error) {
+      if (!init?.signal?.aborted) {
+        noteProblem(failure('runtime_unavailable', `could not reach ${endpoint} (${networkReason(error)}): is the agent's MCP server running?`));
+      }
+      throw error;
+    }
+    if (isRedirect(response.status)) {
+      const location = response.headers.get('location') ?? 'nowhere';
+      noteProblem(failure('agent_error', `${endpoint} answered ${response.status} to ${location}: redirects are not followed; set runtime.endpoint to the final URL`));
+    }
+    return limitBody(response, maxBytes, () =>
+      noteProblem(failure('agent_error', `the answer is larger than ${maxBytes} bytes (gateway §7 "Limits")`)),
+    );
+  };
+}
+
+/** The outcome of a `tools/call` result (profile table above). */
+export function outcomeOf(result: Record<string, unknown>): RunOutcome {
+  const meta = isObject(result._meta) ? result._meta : {};
+  let units: number | null;
+  let quote: string | null;
+  try {
+    units = meta['holon/units'] === undefined ? null : toUnits(meta['holon/units']);
+    quote = meta['holon/quote'] === undefined ? null : toQuote(meta['holon/quote']);
+  } catch (error) {
+    return failure('agent_error', `malformed _meta: ${(error as Error).message}`);
+  }
+  const structured = result.structuredContent;
+  const text = firstText(result.content);
+  if (result.isError === true) {
+    const error = isObject(structured) && isObject(structured.error) ? structured.error : {};
+    if (typeof error.code !== 'string' || !ERROR_CODE_PATTERN.test(error.code)) {
+      return failure('agent_error', `the tool failed without structuredContent.error.code: ${clip(text ?? '(no text)')}`);
+    }
+    const message = typeof error.message === 'string' ? error.message : text ?? error.code;
+    return { kind: 'error', code: error.code, message: clip(message), units, quote };
+  }
+  if (structured !== undefined) return { kind: 'output', output: structured, units, quote };
+  if (text === null) return failure('agent_error', 'the result has neither structuredContent nor a text block');
+  try {
+    return { kind: 'output', output: JSON.parse(text), units, quote };
+  } catch {
+    return failure('agent_error', `the first text block is not JSON: ${clip(text)}`);
+  }
+}
+
+/** The text of the first `text` content block, or `null`. */
+function firstText(content: unknown): string | null {
+  if (!Array.isArray(content)) return null;
+  const block = content.find((item) => isObject(item) && item.type === 'text' && typeof item.text === 'string');
+  return block ? (block.text as string) : null;
+}
+
+/** The outcome of a call that threw before any result (not a timeout, no problem noted). */
+function outcomeOfError(error: unknown): RunOutcome {
+  if (error instanceof StreamableHTTPError) {
+    return failure('agent_error', `the MCP server answered HTTP ${error.code}${statusHint(error.code ?? 0)}: ${clip(error.message)}`);
+  }
+  if (error instanceof McpError) {
+    if (error.code === ErrorCode.RequestTimeout) return timedOut();
+    return failure('agent_error', `the MCP server answered JSON-RPC error ${error.code}: ${clip(error.message)}`);
+  }
+  return failure('agent_error', `not an MCP answer: ${clip(error instanceof Error ? error.message : String(error))}`);
+}
+
+/** Waits for `promise` at most `ms`; its failure is ignored (closing is best effort). */
+async function within(ms: number, promise: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([promise.catch(() => {}), expired]);
+  clearTimeout(timer);
+}
+
+/**
+ * The SDK's client transport, keeping track of the notifications it sends, so closing can wait
+ * for `notifications/cancelled` to be delivered before the session ends.
+ */
+class CancellingTransport extends StreamableHTTPClientTransport {
+  readonly #notifications = new Set<Promise<void>>();
+
+  override send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    const sent = super.send(message, options);
+    if (!('id' in message)) {
+      const tracked = sent.catch(() => {});
+      this.#notifications.add(tracked);
+      void tracked.then(() => this.#notifications.delete(tracked));
+    }
+    return sent;
+  }
+
+  /** Waits for the notifications in flight, at most `ms`. */
+  async flush(ms: number): Promise<void> {
+    if (this.#notifications.size > 0) await within(ms, Promise.all(this.#notifications));
+  }
+}
