@@ -73,14 +73,11 @@ export function createMcpRuntime(options: McpRuntimeOptions = {}): Runtime {
 /** One connection, one `tools/call`, always closed. */
 async function callOnce(request: RunRequest, endpoint: string, tool: string, baseFetch: Fetch, maxBytes: number): Promise<RunOutcome> {
   let problem: RunOutcome | null = null;
+  const noteProblem = (outcome: RunOutcome) => void (problem ??= outcome);
   const stop = new AbortController();
-  const noteProblem = (outcome: RunOutcome) => {
-    problem ??= outcome;
-    stop.abort();
-  };
   const transport = new CancellingTransport(new URL(endpoint), {
     requestInit: { headers: credentialHeaders(request.credential), redirect: 'manual' },
-    fetch: watchedFetch(baseFetch, maxBytes, endpoint, noteProblem),
+    fetch: watchedFetch(baseFetch, maxBytes, endpoint, noteProblem, stop),
     reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 },
   });
   const client = new Client({ name: 'holon-gateway', version: '0.1.0' });
@@ -101,10 +98,12 @@ async function callOnce(request: RunRequest, endpoint: string, tool: string, bas
 }
 
 /**
- * The fetch the transport uses: never follows a redirect, limits every response body, and reports
- * a connection failure or a redirect through `noteProblem`, which also stops the call.
+ * The fetch the transport uses: never follows a redirect, limits every response body, and names
+ * a connection failure, a redirect or an oversize answer through `noteProblem`. An oversize answer
+ * also aborts `stop`: the SDK would otherwise wait for a result that was cut off (for the other
+ * two, the SDK's own request fails).
  */
-function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, noteProblem: (outcome: RunOutcome) => void): Fetch {
+function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, noteProblem: (outcome: RunOutcome) => void, stop: AbortController): Fetch {
   return async (url, init) => {
     let response: Response;
     try {
@@ -119,9 +118,10 @@ function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, note
       const location = response.headers.get('location') ?? 'nowhere';
       noteProblem(failure('agent_error', `${endpoint} answered ${response.status} to ${location}: redirects are not followed; set runtime.endpoint to the final URL`));
     }
-    return limitBody(response, maxBytes, () =>
-      noteProblem(failure('agent_error', `the answer is larger than ${maxBytes} bytes (gateway §7 "Limits")`)),
-    );
+    return limitBody(response, maxBytes, () => {
+      noteProblem(failure('agent_error', `the answer is larger than ${maxBytes} bytes (gateway §7 "Limits")`));
+      stop.abort();
+    });
   };
 }
 
@@ -132,7 +132,7 @@ export function outcomeOf(result: Record<string, unknown>): RunOutcome {
   let quote: string | null;
   try {
     units = meta['holon/units'] === undefined ? null : toUnits(meta['holon/units']);
-    quote = meta['holon/quote'] === undefined ? null : toQuote(meta['holon/quote']);
+    quote = meta['holon/quote'] === undefined ? null : toQuote(wireQuote(meta['holon/quote']));
   } catch (error) {
     return failure('agent_error', `malformed _meta: ${(error as Error).message}`);
   }
@@ -153,6 +153,12 @@ export function outcomeOf(result: Record<string, unknown>): RunOutcome {
   } catch {
     return failure('agent_error', `the first text block is not JSON: ${clip(text)}`);
   }
+}
+
+/** A quote on the wire is a decimal string, never a JSON number (binary floats are not prices). */
+function wireQuote(value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError(`holon/quote must be a decimal string like "0.25", got ${JSON.stringify(value)}`);
+  return value;
 }
 
 /** The text of the first `text` content block, or `null`. */

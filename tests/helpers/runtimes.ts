@@ -12,7 +12,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
+  ErrorCode,
   ListToolsRequestSchema,
+  McpError,
   isInitializeRequest,
   type CallToolResult,
   type JSONRPCMessage,
@@ -47,7 +49,7 @@ export interface TestServer {
 }
 
 /** Starts `handler` on 127.0.0.1, port 0; the body is read before the handler runs. */
-export async function startHttp(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void | Promise<void>): Promise<TestServer> {
+export async function startHttp(handler: (req: IncomingMessage, res: ServerResponse, body: string) => unknown): Promise<TestServer> {
   const received: TestServer['received'] = [];
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
@@ -97,6 +99,7 @@ export async function startMcpServer(answer: (call: ToolCall) => CallToolResult 
       const server = new Server({ name: 'test-agent', version: '1.0.0' }, { capabilities: { tools: {} } });
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }));
       server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+        if (request.params.name !== 'echo') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
         const call = { arguments: request.params.arguments, meta: request.params._meta, signal: extra.signal };
         calls.push(call);
         return answer(call);

@@ -1,0 +1,158 @@
+/** The MCP runtime: each row of the Holon MCP agent profile (gateway §6, first table) and its failures. */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { createMcpRuntime } from '../src/runtimes/mcp.ts';
+import type { RunOutcome } from '../src/runtimes/types.ts';
+import { abortedOf, deadEndpoint, remoteTarget, runRequest, startHttp, startMcpServer, type TestMcpServer } from './helpers/runtimes.ts';
+
+/** What the test server's tool answers next. */
+let answer: () => CallToolResult | Promise<CallToolResult> = () => ({ content: [] });
+let server: TestMcpServer;
+before(async () => {
+  server = await startMcpServer(() => answer());
+});
+after(() => server.close());
+
+const runtime = createMcpRuntime();
+const target = () => remoteTarget('mcp', `${server.url}/mcp`, 'echo');
+
+/** Runs one call with the tool answering `result`. */
+async function callWith(result: CallToolResult, overrides: Parameters<typeof runRequest>[1] = {}): Promise<RunOutcome> {
+  answer = () => result;
+  return runtime.run(runRequest(target(), { input: { q: 1 }, ...overrides }));
+}
+
+test('structuredContent is the output; the input travels as arguments', async () => {
+  const outcome = await callWith({ content: [{ type: 'text', text: 'ignored' }], structuredContent: { rows: 3 } });
+  assert.deepEqual(outcome, { kind: 'output', output: { rows: 3 }, units: null, quote: null });
+  assert.deepEqual(server.calls.at(-1)!.arguments, { q: 1 });
+});
+
+test('without structuredContent, the first text block is parsed as JSON', async () => {
+  const outcome = await callWith({ content: [{ type: 'image', data: 'AA==', mimeType: 'image/png' }, { type: 'text', text: '{"rows": 4}' }] });
+  assert.deepEqual(outcome, { kind: 'output', output: { rows: 4 }, units: null, quote: null });
+});
+
+test('a first text block that is not JSON is agent_error', async () => {
+  const outcome = await callWith({ content: [{ type: 'text', text: 'Here are your rows!' }] });
+  assert.deepEqual(outcome, { kind: 'failure', code: 'agent_error', message: 'the first text block is not JSON: Here are your rows!' });
+});
+
+test('isError with structuredContent.error.code is an error outcome with that code, units and quote kept', async () => {
+  const outcome = await callWith({
+    isError: true,
+    content: [{ type: 'text', text: 'not a CSV' }],
+    structuredContent: { error: { code: 'not_csv', message: 'line 2 has 3 fields, the header 2' } },
+    _meta: { 'holon/units': 1 },
+  });
+  assert.deepEqual(outcome, { kind: 'error', code: 'not_csv', message: 'line 2 has 3 fields, the header 2', units: 1, quote: null });
+});
+
+test('isError without a code is agent_error', async () => {
+  const outcome = await callWith({ isError: true, content: [{ type: 'text', text: 'Traceback…' }] });
+  assert.deepEqual(outcome, { kind: 'failure', code: 'agent_error', message: 'the tool failed without structuredContent.error.code: Traceback…' });
+});
+
+test('_meta holon/units and holon/quote are reported', async () => {
+  const outcome = await callWith({ content: [], structuredContent: { ok: true }, _meta: { 'holon/units': 3, 'holon/quote': '0.125' } });
+  assert.deepEqual(outcome, { kind: 'output', output: { ok: true }, units: 3, quote: '0.125' });
+});
+
+test('malformed units or quote are agent_error, never a guess', async () => {
+  for (const meta of [{ 'holon/units': 2.5 }, { 'holon/units': '3' }, { 'holon/quote': 0.5 }, { 'holon/quote': '-1' }]) {
+    const outcome = await callWith({ content: [], structuredContent: {}, _meta: meta });
+    assert.equal(outcome.kind === 'failure' && outcome.code, 'agent_error', JSON.stringify(meta));
+  }
+});
+
+test('the caller cap reaches the tool as _meta holon/max_cost, and only when set', async () => {
+  await callWith({ content: [], structuredContent: {} }, { max_cost: { amount: '0.20', currency: 'EUR' } });
+  assert.deepEqual(server.calls.at(-1)!.meta?.['holon/max_cost'], { amount: '0.20', currency: 'EUR' });
+  await callWith({ content: [], structuredContent: {} });
+  assert.equal(server.calls.at(-1)!.meta?.['holon/max_cost'], undefined);
+});
+
+test("the author's credential is sent as a Bearer token on every request, and nothing else of the kind", async () => {
+  const before = server.received.length;
+  await callWith({ content: [], structuredContent: {} }, { credential: 'tok_author' });
+  const requests = server.received.slice(before);
+  assert.ok(requests.length >= 3, 'initialize, initialized, tools/call');
+  for (const request of requests) assert.equal(request.headers.authorization, 'Bearer tok_author');
+  const plain = server.received.length;
+  await callWith({ content: [], structuredContent: {} });
+  for (const request of server.received.slice(plain)) {
+    assert.equal(request.headers.authorization, undefined);
+    assert.equal(request.headers.cookie, undefined);
+  }
+});
+
+test('one connection per call: the session is ended (DELETE) after the call', async () => {
+  const before = server.received.length;
+  await callWith({ content: [], structuredContent: {} });
+  const methods = server.received.slice(before).map((r) => r.method);
+  assert.equal(methods.at(-1), 'DELETE');
+});
+
+test('the hard timeout cancels the call: the tool receives notifications/cancelled and its signal aborts', async () => {
+  let release = () => {};
+  answer = () => new Promise((resolve) => (release = () => resolve({ content: [], structuredContent: { late: true } })));
+  const controller = new AbortController();
+  const started = Date.now();
+  setTimeout(() => controller.abort(), 100);
+  const outcome = await runtime.run(runRequest(target(), { signal: controller.signal }));
+  release();
+  assert.equal(outcome.kind === 'failure' && outcome.code, 'timeout');
+  assert.ok(Date.now() - started < 1500);
+  const call = server.calls.at(-1)!;
+  await abortedOf(call.signal);
+  const callRequest = server.messages.filter((m) => 'method' in m && m.method === 'tools/call').at(-1) as { id: number };
+  const cancelled = server.messages.find((m) => 'method' in m && m.method === 'notifications/cancelled' && m.params?.requestId === callRequest.id);
+  assert.ok(cancelled, 'notifications/cancelled for the tools/call request');
+});
+
+test('an unreachable endpoint is runtime_unavailable', async () => {
+  const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${await deadEndpoint()}/mcp`, 'echo')));
+  assert.equal(outcome.kind === 'failure' && outcome.code, 'runtime_unavailable');
+  assert.match((outcome as { message: string }).message, /ECONNREFUSED/);
+});
+
+test('a redirect is agent_error and never followed', async () => {
+  const elsewhere = await startHttp((_req, res) => res.writeHead(500).end());
+  const redirecting = await startHttp((_req, res) => res.writeHead(307, { location: `${elsewhere.url}/mcp` }).end());
+  try {
+    const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${redirecting.url}/mcp`, 'echo')));
+    assert.equal(outcome.kind === 'failure' && outcome.code, 'agent_error');
+    assert.match((outcome as { message: string }).message, /redirects are not followed/);
+    assert.equal(elsewhere.received.length, 0);
+  } finally {
+    await Promise.all([elsewhere.close(), redirecting.close()]);
+  }
+});
+
+test('a 401 from the endpoint is agent_error naming the credential', async () => {
+  const locked = await startHttp((_req, res) => res.writeHead(401).end('no'));
+  try {
+    const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${locked.url}/mcp`, 'echo')));
+    assert.equal(outcome.kind === 'failure' && outcome.code, 'agent_error');
+    assert.match((outcome as { message: string }).message, /HTTP 401: the endpoint refused the credential/);
+  } finally {
+    await locked.close();
+  }
+});
+
+test('an answer over the size limit is agent_error', async () => {
+  const small = createMcpRuntime({ max_answer_bytes: 64 * 1024 });
+  answer = () => ({ content: [], structuredContent: { blob: 'x'.repeat(100 * 1024) } });
+  const outcome = await small.run(runRequest(target()));
+  assert.deepEqual(outcome, { kind: 'failure', code: 'agent_error', message: 'the answer is larger than 65536 bytes (gateway §7 "Limits")' });
+});
+
+test('an unknown tool is agent_error; a non-object input is refused before any request', async () => {
+  const unknown = await runtime.run(runRequest(remoteTarget('mcp', `${server.url}/mcp`, 'nope'), { input: {} }));
+  assert.equal(unknown.kind === 'failure' && unknown.code, 'agent_error');
+  const before = server.received.length;
+  const scalar = await runtime.run(runRequest(target(), { input: 'text' }));
+  assert.equal(scalar.kind === 'failure' && scalar.code, 'agent_error');
+  assert.equal(server.received.length, before);
+});
