@@ -1,22 +1,29 @@
 /**
  * The clearing benchmark (issue 2 §7): settle throughput and admission-path latency of the
  * reference binding over loopback HTTP, next to the same database work issued directly through
- * `pg` (`direct.ts`), which is the ceiling of this design on this machine.
+ * `pg` (`direct.ts`), which is the ceiling of this design on this machine. Between the two, the
+ * `knex` path calls the binding's own operation functions (`src/clearing/`) in this process on
+ * a knex pool: what it loses against `direct` is knex and the rules, what `http` loses against
+ * it is HTTP, Koa, validation and the extra process.
  *
  *   DATABASE_URL=postgres://... node --import tsx bench/clearing/run.ts
  *
  * Environment: `BENCH_SECONDS` measured seconds per cell (10), `BENCH_WARMUP_SECONDS`
  * unmeasured seconds before each (1), `BENCH_CLIENTS` comma-separated client counts
- * (`1,4,16`), `BENCH_OUT` a path to write the results as JSON as well. Everything it creates
- * carries a run-unique prefix, so it can share a database with other work; it removes nothing
- * (the journal is append-only). The binding is started as a child process with the same
- * environment, so `NODE_OPTIONS` (e.g. `--cpu-prof`) reaches it.
+ * (`1,4,16`), `BENCH_PATHS` which paths to run (`http,knex,direct`), `BENCH_KNEX_POOL` the
+ * knex pool of the `knex` path (10, the binding's default), `BENCH_CPU_PROF_DIR` a directory
+ * to write a CPU profile of the binding into, `BENCH_OUT` a path to write the results as JSON
+ * as well. Everything it creates carries a run-unique prefix, so it can share a database with
+ * other work; it removes nothing (the journal is append-only).
  */
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { readBalance, resolveAccount } from '../../src/clearing/accounts.ts';
+import { settle } from '../../src/clearing/settlements.ts';
+import { openDatabase, type Database } from '../../src/db/index.ts';
 import { expectOk, JsonClient, startBinding, type ChildBinding } from './binding.ts';
 import { DirectLedger } from './direct.ts';
 import { runCell, type CellResult, type CpuSubjects, type Operation } from './measure.ts';
@@ -27,10 +34,14 @@ const RATE_MICROS = 1_000;
 /** Each payer's funding, in micro-units (settling never refuses for funds, but realistic balances stay positive). */
 const FUNDING_MICROS = 1_000_000_000_000;
 
+/** The ways the same work is issued: over HTTP to the binding, through its functions on knex in this process, or as raw SQL on pg. */
+type Path = 'http' | 'knex' | 'direct';
+const PATHS: readonly Path[] = ['http', 'knex', 'direct'];
+
 /** One row of the results table. */
 interface Row extends CellResult {
   operation: 'settle' | 'admission';
-  path: 'http' | 'direct';
+  path: Path;
   /** `own`: each client settles between its own payer and payee; `shared`: every client's payer is the same account. */
   payer: 'own' | 'shared' | '-';
 }
@@ -80,6 +91,16 @@ function httpSettle(http: JsonClient, fixture: Fixture, cell: string, payerOf: (
   };
 }
 
+/** The binding's own settle function on a knex pool in this process (no HTTP). Throws unless it applied. */
+function knexSettle(db: Database, fixture: Fixture, cell: string, payerOf: (client: number) => string): Operation {
+  return async (client, n) => {
+    const txnId = `${fixture.prefix}-${cell}-${client}-${n}`;
+    const body = { txnId, caller: payerOf(client), owner: fixture.payees[client], rate: RATE_MICROS, retail: RETAIL_MICROS };
+    const answer = await settle(db.knex, { params: {}, query: {}, body });
+    if (answer.applied !== true) throw new Error(`knex settle ${txnId} did not apply: ${JSON.stringify(answer)}`);
+  };
+}
+
 /** The same settle issued directly through `pg`. Throws unless it applied. */
 function directSettle(direct: DirectLedger, fixture: Fixture, cell: string, payerOf: (client: number) => string): Operation {
   return async (client, n) => {
@@ -98,12 +119,21 @@ function httpAdmission(http: JsonClient, fixture: Fixture): Operation {
   };
 }
 
+/** The admission path through the binding's own functions on knex in this process. */
+function knexAdmission(db: Database, fixture: Fixture): Operation {
+  return async (client) => {
+    const resolved = await resolveAccount(db.knex, { params: { agentKey: fixture.agents[client] }, query: {}, body: undefined });
+    if (resolved.account === null) throw new Error(`agent ${fixture.agents[client]} resolves to nobody`);
+    await readBalance(db.knex, { params: { account: resolved.account }, query: {}, body: undefined });
+  };
+}
+
 /** Formats a number with `digits` decimals, or a dash when it is missing. */
 function fixed(value: number | undefined, digits: number): string {
   return value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits);
 }
 
-/** The results as a Markdown table, then the HTTP/direct ratios. */
+/** The results as a Markdown table, then each path's throughput as a share of the direct path's. */
 function report(rows: Row[]): string {
   const lines = [
     '| operation | path | clients | payer | ops/s | p50 ms | p99 ms | CPU binding | CPU postgres | CPU bench | CPU other |',
@@ -116,9 +146,9 @@ function report(rows: Row[]): string {
     );
   }
   lines.push('', 'CPU columns: cores busy during the measured window (1.00 = one core all the time); "other" is everything else on the machine.', '');
-  for (const r of rows.filter((row) => row.path === 'http')) {
+  for (const r of rows.filter((row) => row.path !== 'direct')) {
     const twin = rows.find((d) => d.path === 'direct' && d.operation === r.operation && d.clients === r.clients && d.payer === r.payer);
-    if (twin) lines.push(`- ${r.operation}, ${r.clients} client(s), payer ${r.payer}: HTTP/direct = ${fixed((100 * r.ops_per_s) / twin.ops_per_s, 0)}% of throughput`);
+    if (twin) lines.push(`- ${r.operation}, ${r.clients} client(s), payer ${r.payer}: ${r.path}/direct = ${fixed((100 * r.ops_per_s) / twin.ops_per_s, 0)}% of throughput`);
   }
   return lines.join('\n');
 }
@@ -129,19 +159,29 @@ async function main(): Promise<void> {
   if (!url) throw new Error('set DATABASE_URL to a Postgres server (see bench/README.md for a throwaway one)');
   const seconds = numberFromEnv('BENCH_SECONDS', 10);
   const warmup_s = numberFromEnv('BENCH_WARMUP_SECONDS', 1);
+  const knexPool = numberFromEnv('BENCH_KNEX_POOL', 10);
   const clientCounts = (process.env.BENCH_CLIENTS || '1,4,16').split(',').map(Number);
   if (!clientCounts.every((c) => Number.isSafeInteger(c) && c > 0)) throw new Error(`BENCH_CLIENTS=${process.env.BENCH_CLIENTS} is not a list of positive integers`);
+  const paths = (process.env.BENCH_PATHS || PATHS.join(',')).split(',') as Path[];
+  if (!paths.every((p) => PATHS.includes(p))) throw new Error(`BENCH_PATHS=${process.env.BENCH_PATHS} names a path other than ${PATHS.join(', ')}`);
   const most = Math.max(...clientCounts);
+  const profileDir = process.env.BENCH_CPU_PROF_DIR;
 
   const monitor = new pg.Client({ connectionString: url });
   await monitor.connect();
   const serverVersion: string = (await monitor.query('show server_version')).rows[0].server_version;
   let binding: ChildBinding | null = null;
   let http: JsonClient | null = null;
+  let knexDb: Database | null = null;
   const direct = new DirectLedger(url, most);
   try {
-    binding = await startBinding({ dir: path.join(os.tmpdir(), 'holon-bench-unused'), env: process.env });
+    binding = await startBinding({
+      dir: path.join(os.tmpdir(), 'holon-bench-unused'),
+      env: process.env,
+      nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    });
     http = new JsonClient(binding.url, most);
+    knexDb = await openDatabase({ url }, { poolMax: knexPool });
     const fixture = await createFixture(http, most);
     const subjects: CpuSubjects = {
       bindingPid: binding.child.pid!,
@@ -154,27 +194,34 @@ async function main(): Promise<void> {
       postgres: serverVersion,
       seconds_per_cell: seconds,
       warmup_s,
+      knex_pool: knexPool,
     };
     console.log(`# clearing benchmark ${fixture.prefix}: ${JSON.stringify(machine)}`);
 
-    const rows: Row[] = [];
-    const cell = async (operation: Row['operation'], pathName: Row['path'], payer: Row['payer'], clients: number, op: Operation) => {
-      const result = await runCell(clients, seconds, warmup_s, op, subjects);
-      const row: Row = { operation, path: pathName, payer, ...result };
-      rows.push(row);
-      console.log(`${operation} ${pathName} clients=${clients} payer=${payer}: ${row.ops_per_s.toFixed(0)}/s p50 ${row.p50_ms.toFixed(2)} ms p99 ${row.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(row.cpu)}`);
+    const payerOf = { own: (client: number) => fixture.payers[client], shared: () => fixture.payers[0] };
+    const settleOn = (p: Path, payer: 'own' | 'shared', cell: string): Operation => {
+      if (p === 'http') return httpSettle(http!, fixture, cell, payerOf[payer]);
+      if (p === 'knex') return knexSettle(knexDb!, fixture, cell, payerOf[payer]);
+      return directSettle(direct, fixture, cell, payerOf[payer]);
     };
-    const own = (client: number) => fixture.payers[client];
-    const shared = () => fixture.payers[0];
+    const admissionOn = (p: Path): Operation => {
+      if (p === 'http') return httpAdmission(http!, fixture);
+      if (p === 'knex') return knexAdmission(knexDb!, fixture);
+      return async (client) => void (await direct.admission(fixture.agents[client]));
+    };
+    const rows: Row[] = [];
+    const cell = async (operation: Row['operation'], p: Path, payer: Row['payer'], clients: number, op: Operation) => {
+      const result = await runCell(clients, seconds, warmup_s, op, subjects);
+      const row: Row = { operation, path: p, payer, ...result };
+      rows.push(row);
+      console.log(`${operation} ${p} clients=${clients} payer=${payer}: ${row.ops_per_s.toFixed(0)}/s p50 ${row.p50_ms.toFixed(2)} ms p99 ${row.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(row.cpu)}`);
+    };
     for (const clients of clientCounts) {
-      await cell('settle', 'http', 'own', clients, httpSettle(http, fixture, `h${clients}`, own));
-      await cell('settle', 'direct', 'own', clients, directSettle(direct, fixture, `d${clients}`, own));
+      for (const p of paths) await cell('settle', p, 'own', clients, settleOn(p, 'own', `${p}-${clients}`));
     }
-    await cell('settle', 'http', 'shared', most, httpSettle(http, fixture, `hs${most}`, shared));
-    await cell('settle', 'direct', 'shared', most, directSettle(direct, fixture, `ds${most}`, shared));
+    for (const p of paths) await cell('settle', p, 'shared', most, settleOn(p, 'shared', `${p}-shared-${most}`));
     for (const clients of clientCounts) {
-      await cell('admission', 'http', '-', clients, httpAdmission(http, fixture));
-      await cell('admission', 'direct', '-', clients, async (client) => void (await direct.admission(fixture.agents[client])));
+      for (const p of paths) await cell('admission', p, '-', clients, admissionOn(p));
     }
 
     console.log(`\n${report(rows)}`);
@@ -182,6 +229,7 @@ async function main(): Promise<void> {
   } finally {
     http?.close();
     await binding?.stop();
+    await knexDb?.close();
     await direct.close();
     await monitor.end();
   }
