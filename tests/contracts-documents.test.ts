@@ -99,6 +99,11 @@ describe('manifest', () => {
     refuses(doc({ price: { model: 'per_run', amount: 0.1, currency: 'EUR' } }), 'invalid_manifest', 'price.amount', /price\.amount: must be a decimal string; quote it, e.g\. "0\.10"/);
   });
 
+  it('refuses a document that is not an object', () => {
+    refuses(null, 'invalid_manifest', '(document)', /^\(document\): must be object$/);
+    refuses([], 'invalid_manifest', '(document)', /must be object/);
+  });
+
   it('refuses an unknown field and a missing one', () => {
     refuses(doc({ pricing: {} }), 'invalid_manifest', 'pricing', /pricing: is not a known field/);
     refuses(doc({ license: undefined }), 'invalid_manifest', 'license', /license: is required/);

@@ -3,13 +3,13 @@
  * normalize into {@link Mandate} with money in integer micro-units (gateway §1 "Admit", §3;
  * DESIGN "Mandate").
  */
-import { parse as parseYaml } from 'yaml';
 import { ContractError } from './errors.ts';
 import type { RuntimeKind } from './manifest.ts';
 import { parseMoney, parseRate, type Micros, type RateNanos } from './money.ts';
 import { parseAgentRef } from './resolve.ts';
-import { createValidator, validationProblems } from './schema-check.ts';
+import { assertValidDocument, createValidator } from './schema-check.ts';
 import { mandateSchema } from './schemas.ts';
+import { parseYamlDocument } from './yaml-document.ts';
 
 /** A validated, normalized mandate. Every default of the schema is filled in. */
 export interface Mandate {
@@ -37,13 +37,7 @@ const validateDocument = createValidator({ strict: true, allErrors: true, useDef
  * Throws ContractError `invalid_mandate` on a syntax error and whatever {@link validateMandate} throws.
  */
 export function parseMandate(yamlText: string): Mandate {
-  let document: unknown;
-  try {
-    document = parseYaml(yamlText, { schema: 'core', uniqueKeys: true });
-  } catch (error) {
-    throw new ContractError('invalid_mandate', `mandate: ${(error as Error).message}`);
-  }
-  return validateMandate(document);
+  return validateMandate(parseYamlDocument(yamlText, 'invalid_mandate', 'mandate'));
 }
 
 /**
@@ -54,8 +48,7 @@ export function parseMandate(yamlText: string): Mandate {
  */
 export function validateMandate(document: unknown): Mandate {
   const doc = structuredClone(document) as Record<string, any>;
-  const problems = validationProblems(validateDocument, doc, '');
-  if (problems !== null) throw new ContractError('invalid_mandate', problems.join('; '), problems[0].split(':')[0]);
+  assertValidDocument(validateDocument, doc, 'invalid_mandate');
   const refuse = (field: string, sentence: string): never => {
     throw new ContractError('invalid_mandate', `${field}: ${sentence}`, field);
   };

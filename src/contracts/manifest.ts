@@ -4,12 +4,12 @@
  * (gateway §1-§3, §6; DESIGN "Manifest").
  */
 import semver from 'semver';
-import { parse as parseYaml } from 'yaml';
 import { ContractError } from './errors.ts';
 import { parseMoney, parseShare, type Micros } from './money.ts';
 import { parseAgentRef } from './resolve.ts';
-import { compileAuthorSchema, createValidator, validationProblems } from './schema-check.ts';
+import { assertValidDocument, compileAuthorSchema, createValidator, validationProblems } from './schema-check.ts';
 import { manifestSchema } from './schemas.ts';
+import { parseYamlDocument } from './yaml-document.ts';
 
 /** `runtime.kind` (gateway §6). */
 export type RuntimeKind = 'dev' | 'mcp' | 'webhook' | 'container' | 'a2a';
@@ -84,13 +84,7 @@ const validateDocument = createValidator({ strict: true, allErrors: true, useDef
  * (with line and column) and whatever {@link validateManifest} throws.
  */
 export function parseManifest(yamlText: string): LoadedManifest {
-  let document: unknown;
-  try {
-    document = parseYaml(yamlText, { schema: 'core', uniqueKeys: true });
-  } catch (error) {
-    throw new ContractError('invalid_manifest', `holon.yaml: ${(error as Error).message}`);
-  }
-  return validateManifest(document);
+  return validateManifest(parseYamlDocument(yamlText, 'invalid_manifest', 'holon.yaml'));
 }
 
 /**
@@ -102,8 +96,7 @@ export function parseManifest(yamlText: string): LoadedManifest {
  */
 export function validateManifest(document: unknown): LoadedManifest {
   const doc = structuredClone(document);
-  const problems = validationProblems(validateDocument, doc, '');
-  if (problems !== null) throw new ContractError('invalid_manifest', problems.join('; '), problems[0].split(':')[0]);
+  assertValidDocument(validateDocument, doc, 'invalid_manifest');
   const manifest = normalize(doc as Record<string, any>);
   checkRules(manifest);
   const input = compileAuthorSchema(manifest.interface.input, 'interface.input');

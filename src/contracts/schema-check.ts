@@ -94,36 +94,57 @@ function compileOnRe2(pattern: string, field: string): void {
   }
 }
 
+/** One problem found by a validator: the field's dotted path and a sentence that starts with it. */
+interface Problem {
+  field: string;
+  sentence: string;
+}
+
 /**
  * Validates `data` with a compiled validator. Returns null when valid, else one sentence per
  * problem (at most 10) naming the field from `root`: `input.items[2].name: must match pattern "^[a-z]+$"`.
  */
 export function validationProblems(validate: ValidateFunction, data: unknown, root: string): string[] | null {
+  const problems = findProblems(validate, data, root);
+  return problems === null ? null : problems.map((problem) => problem.sentence);
+}
+
+/**
+ * Validates one of our own documents (a manifest, a mandate) with its compiled schema.
+ * Throws ContractError `code` listing every problem (at most 10), its `field` the first one's.
+ */
+export function assertValidDocument(validate: ValidateFunction, document: unknown, code: 'invalid_manifest' | 'invalid_mandate'): void {
+  const problems = findProblems(validate, document, '');
+  if (problems !== null) throw new ContractError(code, problems.map((problem) => problem.sentence).join('; '), problems[0].field);
+}
+
+function findProblems(validate: ValidateFunction, data: unknown, root: string): Problem[] | null {
   if (validate(data)) return null;
   // An `if`/`then` failure repeats the error found inside `then`: keep only the latter.
   const errors = (validate.errors ?? []).filter((error) => error.keyword !== 'if');
   return errors.slice(0, MAX_LISTED_ERRORS).map((error) => describeError(error, root));
 }
 
-/** One ajv error as a sentence that starts with the field's dotted path. */
-function describeError(error: ErrorObject, root: string): string {
+/** One ajv error as a {@link Problem}. */
+function describeError(error: ErrorObject, root: string): Problem {
   const path = fieldPath(root, error.instancePath);
-  const at = path === '' ? '(document)' : path;
   const params = error.params as Record<string, unknown>;
+  const problem = (field: string, message: string): Problem => {
+    const at = field === '' ? '(document)' : field;
+    return { field: at, sentence: `${at}: ${message}` };
+  };
   switch (error.keyword) {
     case 'required':
-      return `${join(path, String(params.missingProperty))}: is required`;
+      return problem(join(path, String(params.missingProperty)), 'is required');
     case 'additionalProperties':
-      return `${join(path, String(params.additionalProperty))}: is not a known field`;
+      return problem(join(path, String(params.additionalProperty)), 'is not a known field');
     case 'false schema':
-      return `${at}: is not allowed here`;
+      return problem(path, 'is not allowed here');
     case 'type':
       // Money is a quoted decimal: YAML reads `amount: 0.10` as a float, which we never accept.
-      return error.schemaPath.includes('/$defs/decimal')
-        ? `${at}: must be a decimal string; quote it, e.g. "0.10"`
-        : `${at}: ${error.message}`;
+      return problem(path, error.schemaPath.includes('/$defs/decimal') ? 'must be a decimal string; quote it, e.g. "0.10"' : String(error.message));
     default:
-      return `${at}: ${error.message}`;
+      return problem(path, String(error.message));
   }
 }
 
