@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import * as clearingLedger from './001_clearing_ledger.ts';
+import * as gateway from './002_gateway.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -13,6 +14,7 @@ export interface Migration {
 
 const migrations: Record<string, Migration> = {
   '001_clearing_ledger': clearingLedger,
+  '002_gateway': gateway,
 };
 
 /** knex's `migrationSource` over the table above. */

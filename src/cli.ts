@@ -1,10 +1,14 @@
 /**
- * The `holon` command line. `holon clearing serve` runs the reference binding (issue: clearing
- * seam). Each subcommand prints what it started and shuts down cleanly on SIGINT/SIGTERM.
+ * The `holon` command line (commander). Servers print their URL and stop cleanly on SIGINT or
+ * SIGTERM; client commands talk to a running gateway through the generated `/v0` client and
+ * print JSON.
  */
 import { Command } from 'commander';
+import { createClient } from '../generated/gateway/client/client/index.ts';
+import * as gatewayApi from '../generated/gateway/client/sdk.gen.ts';
 import { targetFromEnv } from './db/index.ts';
 import { startClearingServer } from './clearing/server.ts';
+import { startGateway } from './gateway/server.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
 function closeOnSignal(close: () => Promise<void>): void {
@@ -20,7 +24,70 @@ function closeOnSignal(close: () => Promise<void>): void {
   process.once('SIGTERM', () => void stop('SIGTERM'));
 }
 
+/** Prints a client answer as JSON; a non-2xx answer also sets exit code 1. */
+function print(result: { data?: unknown; error?: unknown; response?: Response }): void {
+  const body = result.data ?? result.error;
+  process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+  if (!result.response || result.response.status >= 300) process.exitCode = 1;
+}
+
+/** Parses `--input`: JSON text. Exits 2 with a clear message otherwise. */
+function parseInput(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    process.stderr.write(`--input must be JSON: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+}
+
 const program = new Command('holon').description('Holon: the gateway for calls between AI agents, and its clearing seam');
+const gatewayOption = ['--gateway <url>', 'the gateway', process.env.HOLON_GATEWAY_URL ?? 'http://127.0.0.1:4000'] as const;
+
+program
+  .command('serve')
+  .description('run the dev gateway with the embedded database, the reference clearing binding and the example agents')
+  .option('--port <port>', 'TCP port', '4000')
+  .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
+  .option('--clearing-url <url>', 'use this clearing binding instead of the reference one')
+  .action(async (opts: { port: string; db: string; clearingUrl?: string }) => {
+    const running = await startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl });
+    process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url})\n`);
+    closeOnSignal(running.close);
+  });
+
+program
+  .command('call [agent]')
+  .description('call an agent (ns/name[@range]) or a capability through the gateway')
+  .option('--capability <class>', 'call the best implementer of a capability instead of a named agent')
+  .option('--mandate <id>', 'the mandate to call under', 'dev/sandbox')
+  .requiredOption('--input <json>', 'the input, as JSON')
+  .option('--max-cost <amount>', "a ceiling in the mandate's currency, e.g. 0.20")
+  .option(...gatewayOption)
+  .action(async (agent: string | undefined, opts: { capability?: string; mandate: string; input: string; maxCost?: string; gateway: string }) => {
+    if ((agent === undefined) === (opts.capability === undefined)) {
+      process.stderr.write('name exactly one of an agent and --capability\n');
+      process.exit(2);
+    }
+    const client = createClient({ baseUrl: opts.gateway });
+    const body = {
+      mandate: opts.mandate,
+      input: parseInput(opts.input),
+      ...(agent === undefined ? { capability: opts.capability } : { agent }),
+      ...(opts.maxCost === undefined ? {} : { max_cost: opts.maxCost }),
+    };
+    print(await gatewayApi.call({ client, body }));
+  });
+
+program
+  .command('receipts [id]')
+  .description('receipt trees, newest first, or one receipt tree')
+  .option('--mandate <id>', 'only under this mandate')
+  .option(...gatewayOption)
+  .action(async (id: string | undefined, opts: { mandate?: string; gateway: string }) => {
+    const client = createClient({ baseUrl: opts.gateway });
+    print(id ? await gatewayApi.readReceipt({ client, path: { id } }) : await gatewayApi.listReceipts({ client, query: { mandate: opts.mandate } }));
+  });
 
 const clearing = program.command('clearing').description('the clearing seam');
 clearing

@@ -991,6 +991,7 @@ export const schemaDocument = {
         "type": "string",
         "description": "How the request ended.",
         "enum": [
+          "running",
           "succeeded",
           "failed",
           "denied",

@@ -491,7 +491,7 @@ export interface components {
          * @description How the request ended.
          * @enum {string}
          */
-        ReceiptStatus: "succeeded" | "failed" | "denied" | "pending_approval" | "rejected_input" | "rejected";
+        ReceiptStatus: "running" | "succeeded" | "failed" | "denied" | "pending_approval" | "rejected_input" | "rejected";
         /** @description The receipt written for every request, denied ones included; never inputs or outputs (gateway §4). */
         Receipt: {
             id: string;

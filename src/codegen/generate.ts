@@ -29,7 +29,7 @@ async function generate(name: string): Promise<void> {
 
   const document = await bundleSchemas(YAML.parse(await readFile(source, 'utf8')), path.dirname(source));
 
-  const ast = await openapiTS(document);
+  const ast = await openapiTS(document as Parameters<typeof openapiTS>[0]);
   await writeFile(path.join(out, 'types.ts'), banner(`${name}.yaml`) + astToString(ast));
 
   await createClient({

@@ -351,7 +351,7 @@ export type Split = {
 /**
  * How the request ended.
  */
-export type ReceiptStatus = 'succeeded' | 'failed' | 'denied' | 'pending_approval' | 'rejected_input' | 'rejected';
+export type ReceiptStatus = 'running' | 'succeeded' | 'failed' | 'denied' | 'pending_approval' | 'rejected_input' | 'rejected';
 
 /**
  * The receipt written for every request, denied ones included; never inputs or outputs (gateway §4).

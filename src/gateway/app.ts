@@ -1,0 +1,184 @@
+/**
+ * The gateway's `/v0` API (gateway §5) as a Koa app: the generated operation table of
+ * `openapi/gateway.yaml`, with these handlers. Errors are `{error, code}` bodies.
+ */
+import Koa from 'koa';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
+import { checkCall } from '../contracts/check-call.ts';
+import { formatMoney } from '../contracts/money.ts';
+import { worstCase } from '../contracts/pricing.ts';
+import { HttpError } from '../http/errors.ts';
+import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
+import { approvalView, decide, expireApprovals, lockApproval, pendingApprovals } from './approvals.ts';
+import { ClearingUnreachable, type ClearingPort } from './clearing.ts';
+import type { CallResult, Gateway } from './lifecycle.ts';
+import { budgetOf, budgetView, loadMandate } from './mandates.ts';
+import type { Outbox } from './outbox.ts';
+import type { Registry } from './registry.ts';
+import { listReceiptTrees, readReceipt, saveReceipt, treeOf } from './receipts.ts';
+
+/** Options of `createGatewayApp`. */
+export interface GatewayAppOptions {
+  db: Knex;
+  gateway: Gateway;
+  registry: Registry;
+  clearing: ClearingPort;
+  outbox: Outbox;
+  /** The clearing accounts `GET /v0/accounts` shows, by the name it shows them under. */
+  accounts: () => Promise<Array<{ name: string; account: string }>>;
+  currency: string;
+  logger: Logger;
+}
+
+/** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`. */
+async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
+  ctx.status = result.http;
+  const receipt = await gateway.tree(result.receipt);
+  if (result.http === 200) return { output: result.output, receipt };
+  if (result.http === 202) return { approval: approvalView(result.approval!, currency), receipt };
+  return { error: result.error!.message, code: result.error!.code, receipt };
+}
+
+/** Builds the gateway's Koa app. */
+export function createGatewayApp(options: GatewayAppOptions): Koa {
+  const { db, gateway, registry, clearing, currency } = options;
+
+  const handlers: Record<string, MountedHandler> = {
+    health: async () => ({ ok: true }),
+
+    'search-agents': async ({ query }: OperationRequest<'search-agents'>) => {
+      const mandate = query.mandate ? await loadMandate(db, query.mandate) : null;
+      if (query.mandate && !mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
+      const words = (query.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
+      const listings = (query.capability ? registry.implementers(query.capability) : registry.latest())
+        .filter(({ loaded: { manifest } }) => words.every((w) => [manifest.id, manifest.summary, ...manifest.capabilities].join(' ').toLowerCase().includes(w)))
+        .map((agent) => {
+          const manifest = agent.loaded.manifest;
+          const stats = gateway.stats.get(manifest.id) ?? { runs: 0, successes: 0 };
+          const rate = (stats.successes + 1) / (stats.runs + 1);
+          const terms = mandate?.mandate.budget ?? { currency: manifest.price.currency, fx: {} };
+          const wc = worstCase(manifest, terms, null);
+          const admission = mandate ? checkCall(mandate.mandate, manifest, wc, { now_ms: Date.now(), remaining_micros: Number.MAX_SAFE_INTEGER, capability: query.capability ?? null, published: agent.published, delegated: false }) : null;
+          const worst = wc.ok ? wc.worst_case_micros : null;
+          return {
+            id: manifest.id,
+            version: manifest.version,
+            summary: manifest.summary,
+            capabilities: manifest.capabilities,
+            price: agent.document.price as Record<string, unknown>,
+            worst_case: worst === null ? null : formatMoney(worst),
+            currency: terms.currency,
+            success_rate: stats.runs === 0 ? null : stats.successes / stats.runs,
+            cost_per_success: worst === null ? null : formatMoney(Math.ceil(worst / rate)),
+            allowed: admission?.decision ?? null,
+            reason: admission?.decision === 'deny' ? admission.reason : null,
+            score: worst === null ? Number.MAX_SAFE_INTEGER : worst / rate,
+          };
+        })
+        .sort((a, b) => a.score - b.score || a.id.localeCompare(b.id))
+        .map(({ score: _score, ...listing }) => listing);
+      return { agents: listings };
+    },
+
+    'read-agent': async ({ params }: OperationRequest<'read-agent'>) => {
+      const ref = `${params.ns}/${params.name}`;
+      let listed;
+      try {
+        listed = registry.resolve(ref);
+      } catch (error) {
+        throw new HttpError(422, 'invalid_request', (error as Error).message);
+      }
+      if (!listed) throw new HttpError(404, 'no_such_agent', `no listed agent matches ${ref}`);
+      const stats = gateway.stats.get(listed.loaded.manifest.id) ?? { runs: 0, successes: 0 };
+      return {
+        manifest: listed.document,
+        versions: registry.versionsOf(listed.loaded.manifest.id),
+        measured: { runs: stats.runs, successes: stats.successes, success_rate: stats.runs === 0 ? null : stats.successes / stats.runs },
+      };
+    },
+
+    call: async ({ body }: OperationRequest<'call'>, ctx) => {
+      const result = await gateway.call(body);
+      return answer(ctx, gateway, result, result.receipt.currency);
+    },
+
+    'list-approvals': async () => {
+      await closeExpired();
+      return { approvals: (await pendingApprovals(db)).map((row) => approvalView(row, currency)) };
+    },
+
+    'decide-approval': async ({ params, body }: OperationRequest<'decide-approval'>, ctx) => {
+      await closeExpired();
+      const decision = body.decision ?? 'approve';
+      const held = await db.transaction(async (trx) => {
+        const approval = await lockApproval(trx, params.id);
+        if (!approval) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
+        if (approval.status !== 'pending') throw new HttpError(409, 'approval_decided', `approval ${params.id} is already ${approval.status}`);
+        await decide(trx, approval.id, decision === 'approve' ? 'approved' : 'rejected');
+        return approval;
+      });
+      if (decision === 'reject') {
+        await markReceipt(held.receipt, 'rejected', 'approval_rejected', `approval ${held.id} was rejected; nothing ran and nothing was billed`);
+        return { approval: approvalView({ ...held, status: 'rejected', input: null }, currency) };
+      }
+      const [id, version] = held.agent.split('@');
+      const result = await gateway.call(
+        { mandate: held.mandate, agent: `${id}@${version}`, input: held.input, ...(held.max_cost_micros === null ? {} : { max_cost: formatMoney(held.max_cost_micros) }) },
+        { receipt: held.receipt, approved: { ...held, status: 'approved' } },
+      );
+      return answer(ctx, gateway, result, currency);
+    },
+
+    'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => ({
+      receipts: await listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? 50 }),
+    }),
+
+    'read-receipt': async ({ params }: OperationRequest<'read-receipt'>) => {
+      const receipt = await readReceipt(db, params.id);
+      if (!receipt) throw new HttpError(404, 'no_such_receipt', `there is no receipt ${params.id}`);
+      return treeOf(db, receipt);
+    },
+
+    'read-mandate': async ({ params }: OperationRequest<'read-mandate'>) => {
+      const stored = await loadMandate(db, `${params.issuer}/${params.name}`);
+      if (!stored) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${params.issuer}/${params.name}`);
+      const figures = await budgetOf(db, stored.id, stored.mandate.budget.total_micros);
+      return { mandate: stored.document, budget: budgetView(stored.mandate.budget.currency, figures) };
+    },
+
+    'list-accounts': async () => {
+      const accounts = [];
+      for (const { name, account } of await options.accounts()) {
+        try {
+          const figures = await clearing.readBalance(account);
+          accounts.push({ account: name, balance: formatMoney(figures.balance), available: formatMoney(figures.available), reserved: formatMoney(figures.reserved) });
+        } catch (error) {
+          if (error instanceof ClearingUnreachable) throw new HttpError(503, 'clearing_unavailable', `${error.message}; the balances cannot be read right now`);
+          throw error;
+        }
+      }
+      return { currency, accounts };
+    },
+
+    'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),
+  };
+
+  /** Expired approvals forget their input; their held receipts end `rejected` (gateway §7 "Limits"). */
+  async function closeExpired(): Promise<void> {
+    for (const receipt of await expireApprovals(db)) {
+      await markReceipt(receipt, 'rejected', 'approval_expired', 'the approval was not decided within 7 days; nothing ran and nothing was billed');
+    }
+  }
+
+  async function markReceipt(id: string, status: 'rejected', code: string, message: string): Promise<void> {
+    const receipt = await readReceipt(db, id);
+    if (receipt) await saveReceipt(db, { ...receipt, status, error: { code, message } }, receipt.mandate.split('.')[0]);
+  }
+
+  const app = new Koa();
+  app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  mountOperations(app, { table: operationTable, schemaDocument, handlers });
+  return app;
+}

@@ -1,0 +1,119 @@
+/**
+ * Pending approvals (gateway §1 "Admit", §5, §7 "Limits"): a call the mandate sends to a human
+ * is held, bound to the mandate, the exact agent version, a hash of the input and the caller's
+ * `max_cost`. The held input is the one thing kept between requests: it is deleted once the
+ * approval is used or rejected, and pending approvals expire after 7 days, forgetting it.
+ */
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+import { int, iso } from '../db/index.ts';
+import { formatMoney, type Micros } from '../contracts/money.ts';
+
+/** How long an approval waits for a decision. */
+export const APPROVAL_TTL_MS = 7 * 24 * 3600 * 1000;
+
+/** A stored approval. Money in micro-units of the mandate's currency; `input` is null once forgotten. */
+export interface ApprovalRow {
+  id: string;
+  status: 'pending' | 'approved' | 'rejected' | 'expired';
+  mandate: string;
+  agent: string;
+  input: unknown;
+  input_sha256: string;
+  max_cost_micros: Micros | null;
+  worst_case_micros: Micros;
+  reason: string;
+  receipt: string;
+  created_at: string;
+  expires_at: string;
+}
+
+/** The SHA-256 of an input's JSON, the binding between an approval and what it approved. */
+export function inputHash(input: unknown): string {
+  return createHash('sha256').update(JSON.stringify(input)).digest('hex');
+}
+
+function rowOf(row: Record<string, any>): ApprovalRow {
+  return {
+    id: row.id,
+    status: row.status,
+    mandate: row.mandate,
+    agent: row.agent,
+    input: row.input === null ? null : typeof row.input === 'string' ? JSON.parse(row.input) : row.input,
+    input_sha256: row.input_sha256,
+    max_cost_micros: row.max_cost_micros === null ? null : int(row.max_cost_micros),
+    worst_case_micros: int(row.worst_case_micros),
+    reason: row.reason,
+    receipt: row.receipt,
+    created_at: iso(row.created_at)!,
+    expires_at: iso(row.expires_at)!,
+  };
+}
+
+/** Holds a call for approval; returns the stored approval. */
+export async function createApproval(
+  db: Knex | Knex.Transaction,
+  fields: { mandate: string; agent: string; input: unknown; max_cost_micros: Micros | null; worst_case_micros: Micros; reason: string; receipt: string },
+): Promise<ApprovalRow> {
+  const seq = await db.raw(`SELECT nextval('gateway_approval_seq') AS n`);
+  const [row] = await db('gateway_approvals')
+    .insert({
+      id: `a${seq.rows[0].n}`,
+      status: 'pending',
+      mandate: fields.mandate,
+      agent: fields.agent,
+      input: JSON.stringify(fields.input),
+      input_sha256: inputHash(fields.input),
+      max_cost_micros: fields.max_cost_micros,
+      worst_case_micros: fields.worst_case_micros,
+      reason: fields.reason,
+      receipt: fields.receipt,
+      expires_at: new Date(Date.now() + APPROVAL_TTL_MS),
+    })
+    .returning('*');
+  return rowOf(row);
+}
+
+/** Marks pending approvals past their window `expired` and forgets their input; returns their receipts. */
+export async function expireApprovals(db: Knex | Knex.Transaction): Promise<string[]> {
+  const rows = await db('gateway_approvals')
+    .where({ status: 'pending' })
+    .andWhere('expires_at', '<=', db.raw('clock_timestamp()'))
+    .update({ status: 'expired', input: null, decided_at: db.raw('clock_timestamp()') })
+    .returning('receipt');
+  return rows.map((r: { receipt: string }) => r.receipt);
+}
+
+/** Pending approvals, newest first. */
+export async function pendingApprovals(db: Knex): Promise<ApprovalRow[]> {
+  return (await db('gateway_approvals').where({ status: 'pending' }).orderBy('created_at', 'desc')).map(rowOf);
+}
+
+/** Locks and reads one approval inside a transaction, or null. */
+export async function lockApproval(trx: Knex.Transaction, id: string): Promise<ApprovalRow | null> {
+  const row = await trx('gateway_approvals').where({ id }).forUpdate().first();
+  return row ? rowOf(row) : null;
+}
+
+/** Records the decision and deletes the held input (gateway §4: the input is deleted once used or rejected). */
+export async function decide(trx: Knex.Transaction, id: string, status: 'approved' | 'rejected'): Promise<void> {
+  await trx('gateway_approvals').where({ id }).update({ status, input: null, decided_at: trx.raw('clock_timestamp()') });
+}
+
+/** An approval as the `/v0` API shows it (no input: only its hash). */
+export function approvalView(row: ApprovalRow, currency: string) {
+  return {
+    id: row.id,
+    status: row.status,
+    mandate: row.mandate,
+    agent: row.agent,
+    input_sha256: row.input_sha256,
+    max_cost: row.max_cost_micros === null ? null : formatMoney(row.max_cost_micros),
+    worst_case: formatMoney(row.worst_case_micros),
+    currency,
+    reason: row.reason,
+    receipt: row.receipt,
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * The gateway's side of the clearing seam: the generated clearing client, bound to one binding's
+ * URL, with the two ways a call can go wrong kept apart (clearing-contract §13): the binding
+ * refused (a 4xx with a §7.2 code) or could not be reached (network failure or 5xx).
+ * Amounts are integer micro-units of the binding's unit.
+ */
+import { createClient } from '../../generated/clearing/client/client/index.ts';
+import * as sdk from '../../generated/clearing/client/sdk.gen.ts';
+import type { Client } from '../../generated/clearing/client/client/index.ts';
+
+/** The binding answered with a refusal (4xx): `code` is its §7.2 code, or `unknown` when absent (§7.3). */
+export class ClearingRefused extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The binding could not be reached, or failed inside (5xx): callers fail closed (§13). */
+export class ClearingUnreachable extends Error {}
+
+type Result<T> = { data?: T; error?: unknown; response?: Response };
+
+/** Turns a generated client's `{data, error, response}` into the data, or throws one of the two errors above. */
+async function settled<T>(what: string, call: Promise<Result<T>>): Promise<T> {
+  let result: Result<T>;
+  try {
+    result = await call;
+  } catch (error) {
+    throw new ClearingUnreachable(`the clearing binding could not be reached for ${what}: ${(error as Error).message}`);
+  }
+  const status = result.response?.status ?? 0;
+  if (status >= 200 && status < 300 && result.data !== undefined) return result.data;
+  const body = (result.error ?? {}) as { error?: string; code?: string };
+  if (status >= 400 && status < 500) {
+    throw new ClearingRefused(status, body.code ?? 'unknown', `the clearing binding refused ${what}: ${body.error ?? `HTTP ${status}`}`);
+  }
+  throw new ClearingUnreachable(`the clearing binding failed on ${what}: ${body.error ?? `HTTP ${status}`}`);
+}
+
+/** The operations of the seam the gateway uses (clearing-contract §6), on one binding. */
+export class ClearingPort {
+  readonly client: Client;
+
+  /** `url`: the binding's base URL, e.g. `http://127.0.0.1:4100`. */
+  constructor(readonly url: string) {
+    this.client = createClient({ baseUrl: url });
+  }
+
+  /** read-balance (§6.2). */
+  readBalance(account: string) {
+    return settled(`read-balance of ${account}`, sdk.readBalance({ client: this.client, path: { account } }));
+  }
+
+  /** open-hold (§6.11): `amount` micro-units until `expiresAt`. */
+  openHold(holdId: string, account: string, amount: number, expiresAt: Date, ref: string) {
+    return settled(
+      `open-hold ${holdId}`,
+      sdk.openHold({ client: this.client, body: { holdId, account, amount, expiresAt: expiresAt.toISOString(), ref } }),
+    );
+  }
+
+  /** release-hold (§6.14). */
+  releaseHold(holdId: string, reason: string) {
+    return settled(`release-hold ${holdId}`, sdk.releaseHold({ client: this.client, body: { holdId, reason } }));
+  }
+
+  /** settle (§6.8): the caller pays `retail`, the owner earns `rate`. */
+  settle(body: { txnId: string; caller: string; owner: string; rate: number; retail: number; ref?: string; memo?: string }) {
+    return settled(`settle ${body.txnId}`, sdk.settle({ client: this.client, body }));
+  }
+
+  /** credit (§6.7), keyed by the payment's identity. */
+  credit(txnId: string, account: string, amount: number, ref: string, simulated: boolean) {
+    return settled(`credit ${txnId}`, sdk.credit({ client: this.client, body: { txnId, account, amount, ref, simulated } }));
+  }
+
+  /** The reference binding's own door (an extension, not the contract): create a holder account. */
+  createAccount(account: string) {
+    return settled(`create-account ${account}`, sdk.createAccount({ client: this.client, body: { account } }));
+  }
+}

@@ -1,0 +1,502 @@
+/**
+ * The life of a call (gateway §1): resolve ─► check input ─► admit ─► reserve ─► run ─► check
+ * output ─► settle ─► receipt. Each step is a method below, in that order. Input is checked
+ * before admission (DESIGN open point 5, gateway §7 "Limits": nothing is held for approval, and
+ * nothing reserved, for an input the agent would refuse), so an input that is both invalid and
+ * unadmitted answers 422. Amounts are integer micro-units of the root mandate's currency.
+ */
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { checkAttenuation } from '../contracts/attenuation.ts';
+import { checkCall, type Admission } from '../contracts/check-call.ts';
+import { ContractError } from '../contracts/errors.ts';
+import { lineageChain } from '../contracts/lineage.ts';
+import { validateMandate } from '../contracts/mandate.ts';
+import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
+import { chargeFor, worstCase, type Outcome, type WorstCase } from '../contracts/pricing.ts';
+import { splitCharge, splitLines } from '../contracts/split.ts';
+import type { Runtime, RunOutcome, Delegate } from '../runtimes/types.ts';
+import { HttpError } from '../http/errors.ts';
+import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
+import { ClearingRefused, type ClearingPort } from './clearing.ts';
+import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
+import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type StoredMandate } from './mandates.ts';
+import type { Intent, Outbox } from './outbox.ts';
+import { agentRef, type ListedAgent, type Registry } from './registry.ts';
+import { costView, nextReceiptId, now, saveReceipt, treeOf, type Receipt, type ReceiptTree } from './receipts.ts';
+
+/** A call as `POST /v0/calls` takes it (gateway §5); `max_cost` is a decimal string in the mandate's currency. */
+export interface CallRequest {
+  mandate: string;
+  agent?: string;
+  capability?: string;
+  input: unknown;
+  max_cost?: string;
+}
+
+/** The run a downstream call is made from (gateway §3). */
+interface ParentRun {
+  receipt: string;
+  orchestrator: ListedAgent;
+  /** The derived sub-mandate the downstream calls run under. */
+  sub: StoredMandate;
+  /** Who pays the downstream calls: the original payer (`passthrough`) or the orchestrator's account (`included`). */
+  payer: string;
+  mode: 'passthrough' | 'included';
+}
+
+/** The answer of a call: the HTTP status of gateway §5 and the body. */
+export interface CallResult {
+  http: 200 | 202 | 403 | 404 | 422 | 502 | 503;
+  receipt: Receipt;
+  output?: unknown;
+  error?: { code: string; message: string };
+  approval?: ApprovalRow;
+  /** What the payer paid for this call and its passthrough downstream calls. */
+  total_micros: Micros;
+}
+
+/** Options of one call. */
+interface CallOptions {
+  parent?: ParentRun;
+  /** Reuse this receipt id (the held receipt of an approval being run). */
+  receipt?: string;
+  /** The approval this run was granted by. */
+  approved?: ApprovalRow;
+}
+
+/** What the gateway needs to run calls. */
+export interface GatewayDeps {
+  db: Knex;
+  registry: Registry;
+  clearing: ClearingPort;
+  outbox: Outbox;
+  runtimeFor: (kind: ListedAgent['loaded']['manifest']['runtime']['kind']) => Runtime;
+  logger: Logger;
+}
+
+/** How long a hold outlives the run's timeout, so settlement can draw on it after a slow finish. */
+const HOLD_MARGIN_MS = 10 * 60 * 1000;
+
+/** The state of a call while its steps run. */
+interface Call {
+  id: string;
+  started_ms: number;
+  request: CallRequest;
+  options: CallOptions;
+  mandate: StoredMandate;
+  receipt: Receipt;
+  max_cost_micros: Micros | null;
+  agent?: ListedAgent;
+  worst?: Extract<WorstCase, { ok: true }>;
+}
+
+/** A refusal that ends a call before it runs: its receipt status, HTTP status and error. */
+class Stop extends Error {
+  constructor(
+    readonly status: Receipt['status'],
+    readonly http: CallResult['http'],
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The gateway's call pipeline. */
+export class Gateway {
+  /** Measured runs and successes per agent id (the measured record), kept current by `finish`. */
+  readonly stats = new Map<string, { runs: number; successes: number }>();
+
+  constructor(private readonly deps: GatewayDeps) {}
+
+  /**
+   * Runs one call through every step of gateway §1 and answers with its receipt. Throws
+   * HttpError 404 `no_such_mandate` when the mandate does not exist (there is nothing to write a
+   * receipt under); every other outcome is a `CallResult`.
+   */
+  async call(request: CallRequest, options: CallOptions = {}): Promise<CallResult> {
+    const { db } = this.deps;
+    const mandate = await loadMandate(db, request.mandate);
+    if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
+    const id = options.receipt ?? (await nextReceiptId(db));
+    const call: Call = {
+      id,
+      started_ms: Date.now(),
+      request,
+      options,
+      mandate,
+      max_cost_micros: null,
+      receipt: {
+        id,
+        parent: options.parent?.receipt ?? null,
+        mandate: mandate.id,
+        caller: mandate.mandate.grantee,
+        agent: null,
+        capability: request.capability ?? null,
+        status: 'running',
+        approval: options.approved?.id ?? null,
+        worst_case: null,
+        currency: mandate.mandate.budget.currency,
+        payer: options.parent?.payer ?? mandate.payer,
+        sub_mandate: null,
+        billed: false,
+        cost: costView(0, 0),
+        splits: [],
+        children: [],
+        duration_ms: 0,
+        error: null,
+        created_at: now(),
+      },
+    };
+    try {
+      this.parseRequest(call);
+      this.resolve(call);
+      this.checkInput(call);
+      const pending = await this.admit(call);
+      if (pending) return pending;
+      return await this.reserveAndRun(call);
+    } catch (error) {
+      if (!(error instanceof Stop)) throw error;
+      return this.stop(call, error);
+    }
+  }
+
+  /** Writes the receipt of a call refused before it ran (nothing reserved, nothing billed). */
+  private async stop(call: Call, stop: Stop): Promise<CallResult> {
+    call.receipt.status = stop.status;
+    call.receipt.error = { code: stop.code, message: stop.message };
+    call.receipt.duration_ms = Date.now() - call.started_ms;
+    await saveReceipt(this.deps.db, call.receipt, this.rootMandate(call));
+    return { http: stop.http, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
+  }
+
+  private rootMandate(call: Call): string {
+    return call.mandate.id.split('.')[0];
+  }
+
+  /** Exactly one of `agent` and `capability`; `max_cost` a decimal string. 422 `invalid_request` otherwise. */
+  private parseRequest(call: Call): void {
+    const { agent, capability, max_cost } = call.request;
+    if ((agent === undefined) === (capability === undefined)) {
+      throw new Stop('rejected_input', 422, 'invalid_request', 'a call names exactly one of agent and capability');
+    }
+    if (max_cost !== undefined) {
+      try {
+        call.max_cost_micros = parseMoney(max_cost, 'max_cost');
+      } catch (error) {
+        throw new Stop('rejected_input', 422, 'invalid_request', (error as Error).message);
+      }
+    }
+  }
+
+  /** §1 "Resolve": a name picks the highest listed version in range; a capability, the best implementer the mandate allows. */
+  private resolve(call: Call): void {
+    const { registry } = this.deps;
+    if (call.request.agent !== undefined) {
+      let listed: ListedAgent | null;
+      try {
+        listed = registry.resolve(call.request.agent);
+      } catch (error) {
+        throw new Stop('rejected_input', 422, 'invalid_request', (error as Error).message);
+      }
+      if (!listed) throw new Stop('denied', 404, 'no_such_agent', `no listed agent matches ${call.request.agent}`);
+      call.agent = listed;
+    } else {
+      call.agent = this.bestImplementer(call, call.request.capability!);
+    }
+    call.receipt.agent = agentRef(call.agent.loaded.manifest);
+  }
+
+  /**
+   * Ranks every implementer of `capability` by cost per successful run (its worst case over its
+   * measured success rate, counted as (successes + 1) / (runs + 1) so an agent without runs is
+   * neither favoured nor shut out) and takes the cheapest the mandate admits, skipping those
+   * that do not fit the delegation slot. Ties go to the lower id.
+   */
+  private bestImplementer(call: Call, capability: string): ListedAgent {
+    const candidates = this.deps.registry.implementers(capability);
+    if (candidates.length === 0) throw new Stop('denied', 404, 'no_such_agent', `no listed agent implements ${capability}`);
+    const ranked: Array<{ agent: ListedAgent; score: number }> = [];
+    let first: string | null = null;
+    for (const agent of candidates) {
+      const wc = worstCase(agent.loaded.manifest, call.mandate.mandate.budget, call.max_cost_micros);
+      const refusal = wc.ok ? this.slotRefusal(call, agent, wc.worst_case_micros, capability) : null;
+      const admission = checkCall(call.mandate.mandate, agent.loaded.manifest, wc, this.context(call, capability, agent, Number.MAX_SAFE_INTEGER));
+      const reason = refusal ?? (admission.decision === 'deny' ? admission.reason : null);
+      if (reason !== null) {
+        first ??= reason;
+        continue;
+      }
+      const stats = this.stats.get(agent.loaded.manifest.id) ?? { runs: 0, successes: 0 };
+      ranked.push({ agent, score: (wc as { worst_case_micros: number }).worst_case_micros * ((stats.runs + 1) / (stats.successes + 1)) });
+    }
+    if (ranked.length === 0) throw new Stop('denied', 403, 'no_allowed_implementer', `no implementer of ${capability} is allowed: ${first}`);
+    ranked.sort((a, b) => a.score - b.score || a.agent.loaded.manifest.id.localeCompare(b.agent.loaded.manifest.id));
+    return ranked[0].agent;
+  }
+
+  /** Loads the measured record of every agent (at start-up). */
+  async loadStats(): Promise<void> {
+    for (const row of await this.deps.db('gateway_agent_stats').select()) {
+      this.stats.set(row.id, { runs: Number(row.runs), successes: Number(row.successes) });
+    }
+  }
+
+  /** §1 step 3: the input against `interface.input` (patterns on RE2). Rejected: nothing reserved or billed. */
+  private checkInput(call: Call): void {
+    const problems = call.agent!.loaded.check.input(call.request.input);
+    if (problems) throw new Stop('rejected_input', 422, 'rejected_input', `the input does not match ${call.receipt.agent}'s interface: ${problems.join('; ')}`);
+  }
+
+  private context(call: Call, capability: string | null, agent: ListedAgent, remaining_micros: Micros) {
+    return { now_ms: Date.now(), remaining_micros, capability, published: agent.published, delegated: call.options.parent !== undefined };
+  }
+
+  /** Inside a delegated run: the call must match a declared `calls` entry and its worst case fit that entry's `max_cost` (§3). */
+  private slotRefusal(call: Call, agent: ListedAgent, worst_case_micros: Micros, capability: string | null): string | null {
+    const parent = call.options.parent;
+    if (!parent) return null;
+    const { id, version } = agent.loaded.manifest;
+    const slot = slotFor(parent.orchestrator.loaded.manifest, call.mandate, { id, version, capability });
+    if (!slot) return `${agentRef(parent.orchestrator.loaded.manifest)} declares no call to ${capability ?? `${id}@${version}`}`;
+    if (worst_case_micros > slot.max_cost_micros) {
+      return `worst case ${formatMoney(worst_case_micros)} of ${id}@${version} exceeds the declared max_cost ${formatMoney(slot.max_cost_micros)} ${call.receipt.currency}`;
+    }
+    return null;
+  }
+
+  /**
+   * §1 "Admit": checkCall against what remains of the budget. `deny` stops with 403; `approve`
+   * holds the call as a pending approval (202) unless this run was granted by that approval.
+   */
+  private async admit(call: Call): Promise<CallResult | null> {
+    const agent = call.agent!;
+    const manifest = agent.loaded.manifest;
+    const wc = worstCase(manifest, call.mandate.mandate.budget, call.max_cost_micros);
+    const figures = await budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros);
+    const admission: Admission = checkCall(call.mandate.mandate, manifest, wc, this.context(call, call.request.capability ?? null, agent, figures.remaining_micros));
+    if (wc.ok) call.receipt.worst_case = formatMoney(wc.worst_case_micros);
+    if (admission.decision === 'deny') throw new Stop('denied', 403, admission.code, admission.reason);
+    const worst = wc as Extract<WorstCase, { ok: true }>;
+    const slot = this.slotRefusal(call, agent, worst.worst_case_micros, call.request.capability ?? null);
+    if (slot !== null) throw new Stop('denied', 403, 'outside_declared_calls', slot);
+    call.worst = worst;
+    if (admission.decision === 'approve' && !this.grantedBy(call, call.options.approved)) {
+      const approval = await createApproval(this.deps.db, {
+        mandate: call.mandate.id,
+        agent: call.receipt.agent!,
+        input: call.request.input,
+        max_cost_micros: call.max_cost_micros,
+        worst_case_micros: worst.worst_case_micros,
+        reason: admission.reason,
+        receipt: call.id,
+      });
+      call.receipt.status = 'pending_approval';
+      call.receipt.approval = approval.id;
+      call.receipt.duration_ms = Date.now() - call.started_ms;
+      await saveReceipt(this.deps.db, call.receipt, this.rootMandate(call));
+      return { http: 202, receipt: call.receipt, approval, total_micros: 0 };
+    }
+    return null;
+  }
+
+  /** Whether `approval` grants this exact call: the same mandate, exact version, input and `max_cost` (§1 "Admit"). */
+  private grantedBy(call: Call, approval: ApprovalRow | undefined): boolean {
+    return (
+      approval !== undefined &&
+      approval.status === 'approved' &&
+      approval.mandate === call.mandate.id &&
+      approval.agent === call.receipt.agent &&
+      approval.input_sha256 === inputHash(call.request.input) &&
+      approval.max_cost_micros === call.max_cost_micros
+    );
+  }
+
+  /**
+   * §1 "Reserve" then everything after: the worst case in the mandate's budget (a row, under a
+   * lock on the mandate) and a hold on the payer's account; then run, check output, settle.
+   * A passthrough downstream call opens no hold: the orchestrator's hold already covers its cap.
+   */
+  private async reserveAndRun(call: Call): Promise<CallResult> {
+    const { db, clearing } = this.deps;
+    const manifest = call.agent!.loaded.manifest;
+    const worst = call.worst!;
+    const parent = call.options.parent;
+    const holdId = parent?.mode === 'passthrough' || worst.worst_case_micros === 0 ? null : `hold:${call.id}`;
+
+    let sub: StoredMandate | null = null;
+    let subDocument: Record<string, any> | null = null;
+    if (manifest.calls.length > 0) {
+      const budget_micros = subBudget(call.mandate, manifest, worst.listed_micros, worst.worst_case_micros);
+      subDocument = deriveSubMandate(call.mandate, manifest, call.id, budget_micros);
+      const widening = checkAttenuation(call.mandate.mandate, validateMandate(subDocument));
+      if (widening) throw new Stop('denied', 403, 'attenuation', `the sub-mandate of ${call.receipt.agent} would widen ${call.mandate.id}: ${widening.field}: ${widening.reason}`);
+      call.receipt.sub_mandate = subDocument.id;
+    }
+
+    const reserved = await db.transaction(async (trx) => {
+      const result = await reserveBudget(trx, call.mandate, call.id, worst.worst_case_micros);
+      if (!result.ok) return result;
+      if (subDocument) {
+        const payer = manifest.downstream?.mode === 'included' ? manifest.id.split('/')[0] : call.receipt.payer;
+        sub = await storeMandate(trx, subDocument, { parent: call.mandate.id, payer });
+      }
+      await saveReceipt(trx, call.receipt, this.rootMandate(call), holdId);
+      return result;
+    });
+    if (!reserved.ok) {
+      throw new Stop('denied', 403, 'over_budget', `worst case ${formatMoney(worst.worst_case_micros)} ${call.receipt.currency} exceeds the remaining budget ${formatMoney(reserved.figures.remaining_micros)} ${call.receipt.currency} of mandate ${call.mandate.id}`);
+    }
+
+    if (holdId) {
+      const expires = new Date(Date.now() + manifest.runtime.timeout_s * 1000 + HOLD_MARGIN_MS);
+      try {
+        await clearing.openHold(holdId, call.receipt.payer, worst.worst_case_micros, expires, call.id);
+      } catch (error) {
+        const refused = error instanceof ClearingRefused;
+        await this.abandon(call, null);
+        throw refused
+          ? new Stop('denied', 403, error.code === 'insufficient_funds' ? 'insufficient_funds' : 'hold_refused', (error as Error).message)
+          : new Stop('failed', 503, 'clearing_unavailable', `${(error as Error).message}; nothing was reserved or billed, try again shortly`);
+      }
+    }
+
+    try {
+      return await this.runAndSettle(call, sub, holdId);
+    } catch (error) {
+      this.deps.logger.error({ err: error, receipt: call.id }, 'gateway error during a call');
+      await this.abandon(call, holdId);
+      call.receipt.status = 'failed';
+      call.receipt.error = { code: 'gateway_error', message: 'the gateway failed while running this call; nothing was billed and the hold was released' };
+      call.receipt.duration_ms = Date.now() - call.started_ms;
+      await saveReceipt(db, call.receipt, this.rootMandate(call));
+      return { http: 502, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
+    }
+  }
+
+  /** Releases a call's reservation and, through the outbox, its hold: nothing was billed. */
+  private async abandon(call: Call, holdId: string | null): Promise<void> {
+    await this.deps.db.transaction(async (trx) => {
+      await closeReservation(trx, call.id, null);
+      if (holdId) await this.deps.outbox.write(trx, [{ operation: 'release-hold', receipt: call.id, body: { holdId, reason: 'call ended without a charge' } }]);
+    });
+    void this.deps.outbox.drain();
+  }
+
+  /** §1 steps 5 to 8: run with the hard timeout, check output, settle, finalize the receipt. */
+  private async runAndSettle(call: Call, sub: StoredMandate | null, holdId: string | null): Promise<CallResult> {
+    const agent = call.agent!;
+    const manifest = agent.loaded.manifest;
+    const worst = call.worst!;
+    const children: Array<Promise<CallResult>> = [];
+    const delegate: Delegate = async (target, input, options) => {
+      if (!sub) throw new Error(`${call.receipt.agent} declares no calls: it cannot delegate`);
+      const request: CallRequest = { mandate: sub.id, input, ...(typeof target === 'string' ? { agent: target } : target), ...(options?.max_cost ? { max_cost: options.max_cost } : {}) };
+      const receipt = await nextReceiptId(this.deps.db);
+      call.receipt.children.push(receipt);
+      const mode = manifest.downstream?.mode === 'included' ? 'included' : 'passthrough';
+      const pending = this.call(request, { receipt, parent: { receipt: call.id, orchestrator: agent, sub, payer: sub.payer, mode } });
+      children.push(pending);
+      const result = await pending;
+      return result.http === 200
+        ? { ok: true, output: result.output, receipt }
+        : { ok: false, error: result.error ?? { code: result.receipt.status, message: result.receipt.status }, receipt };
+    };
+
+    const signal = AbortSignal.timeout(manifest.runtime.timeout_s * 1000);
+    const outcome: RunOutcome = await this.deps.runtimeFor(manifest.runtime.kind).run({
+      target: { id: manifest.id, version: manifest.version, runtime: { kind: manifest.runtime.kind, endpoint: manifest.runtime.endpoint ?? undefined, tool: manifest.runtime.tool ?? undefined }, dir: agent.dir ?? undefined },
+      input: call.request.input,
+      call_id: call.id,
+      max_cost: worst.agent_cap ? { amount: formatMoney(worst.agent_cap.amount_micros), currency: worst.agent_cap.currency } : null,
+      credential: null,
+      signal,
+      delegate,
+    });
+    // §3: a run is not settled until all its downstream calls have, including those still in flight after a timeout.
+    const settledChildren = await Promise.all(children);
+    // What this call's payer paid for them: passthrough children only (an `included` orchestrator pays its own).
+    const downstream_micros = settledChildren.filter((child) => child.receipt.payer === call.receipt.payer).reduce((sum, child) => sum + child.total_micros, 0);
+
+    const { billing, error, output } = this.judge(outcome, agent);
+    let own_micros = 0;
+    try {
+      own_micros = chargeFor(manifest, billing, { units: outcome.kind === 'failure' || outcome.units === null ? [] : [outcome.units], quote: outcome.kind === 'failure' ? null : outcome.quote }, call.mandate.mandate.budget, call.max_cost_micros).cost_micros;
+    } catch (failure) {
+      if (!(failure instanceof ContractError)) throw failure;
+      return this.finish(call, holdId, { own_micros: 0, downstream_micros, error: { code: 'agent_error', message: failure.message }, succeeded: false });
+    }
+    return this.finish(call, holdId, { own_micros, downstream_micros, error, output, succeeded: error === null });
+  }
+
+  /** The run's outcome as billing and the receipt see it (gateway §2 table, §1 step 6). */
+  private judge(outcome: RunOutcome, agent: ListedAgent): { billing: Outcome; error: { code: string; message: string } | null; output?: unknown } {
+    if (outcome.kind === 'failure') return { billing: { kind: 'failed' }, error: { code: outcome.code, message: outcome.message } };
+    if (outcome.kind === 'error') return { billing: { kind: 'agent_error', code: outcome.code }, error: { code: outcome.code, message: outcome.message } };
+    const problems = agent.loaded.check.output(outcome.output);
+    if (problems) return { billing: { kind: 'failed' }, error: { code: 'invalid_output', message: `the output does not match ${agentRef(agent.loaded.manifest)}'s interface: ${problems.join('; ')}` } };
+    return { billing: { kind: 'output_valid' }, error: null, output: outcome.output };
+  }
+
+  /**
+   * §1 "Settle" and the receipt, in one database transaction: the receipt, the budget
+   * reservation closed at what was spent, the measured record, and the settlement intents (the
+   * charge split into fee, creator share and royalties; the hold's release), posted afterwards.
+   */
+  private async finish(
+    call: Call,
+    holdId: string | null,
+    result: { own_micros: Micros; downstream_micros: Micros; error: { code: string; message: string } | null; output?: unknown; succeeded: boolean },
+  ): Promise<CallResult> {
+    const manifest = call.agent!.loaded.manifest;
+    const chain = lineageChain(manifest, (ref) => this.deps.registry.manifestOf(ref));
+    const split = splitCharge(result.own_micros, chain);
+    const intents: Intent[] = [];
+    if (result.own_micros > 0) {
+      intents.push({
+        operation: 'settle',
+        receipt: call.id,
+        body: { txnId: `settle:${call.id}`, caller: call.receipt.payer, owner: split.levels[0].account, retail: result.own_micros, rate: result.own_micros - split.platform_fee_micros, ref: call.id, memo: call.receipt.agent! },
+      });
+      split.levels.forEach((level, index) => {
+        if (level.royalty_micros === 0) return;
+        intents.push({
+          operation: 'settle',
+          receipt: call.id,
+          body: { txnId: `royalty:${call.id}:${index + 1}`, caller: level.account, owner: split.levels[index + 1].account, retail: level.royalty_micros, rate: level.royalty_micros, ref: call.id, memo: `royalty to ${split.levels[index + 1].agent}` },
+        });
+      });
+    }
+    if (holdId) intents.push({ operation: 'release-hold', receipt: call.id, body: { holdId, reason: 'call settled' } });
+
+    Object.assign(call.receipt, {
+      status: result.succeeded ? 'succeeded' : 'failed',
+      billed: result.own_micros > 0,
+      cost: costView(result.own_micros, result.downstream_micros),
+      splits: result.own_micros > 0 ? splitLines(split).map((line) => ({ to: line.to, amount: formatMoney(line.amount_micros) })) : [],
+      error: result.error,
+      duration_ms: Date.now() - call.started_ms,
+    });
+    const total_micros = result.own_micros + result.downstream_micros;
+    await this.deps.db.transaction(async (trx) => {
+      await saveReceipt(trx, call.receipt, this.rootMandate(call), null);
+      await closeReservation(trx, call.id, total_micros);
+      await this.deps.outbox.write(trx, intents);
+      await trx('gateway_agent_stats')
+        .insert({ id: manifest.id, runs: 1, successes: result.succeeded ? 1 : 0 })
+        .onConflict('id')
+        .merge({ runs: trx.raw('gateway_agent_stats.runs + 1'), successes: trx.raw('gateway_agent_stats.successes + ?', [result.succeeded ? 1 : 0]) });
+    });
+    const stats = this.stats.get(manifest.id) ?? { runs: 0, successes: 0 };
+    this.stats.set(manifest.id, { runs: stats.runs + 1, successes: stats.successes + (result.succeeded ? 1 : 0) });
+    void this.deps.outbox.drain();
+    const http = result.succeeded ? 200 : 502;
+    return { http, receipt: call.receipt, output: result.output, error: result.error ?? undefined, total_micros };
+  }
+
+  /** The tree of a finished call's receipt. */
+  tree(receipt: Receipt): Promise<ReceiptTree> {
+    return treeOf(this.deps.db, receipt);
+  }
+}

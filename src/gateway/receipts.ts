@@ -1,0 +1,94 @@
+/**
+ * Receipts (gateway §4): one for every request, denied ones included, never holding inputs or
+ * outputs; a tree through `parent` and `children`. A receipt is written `running` when funds are
+ * reserved, so a restart can find and close it (gateway §7 "Restarts"), and finalized once.
+ */
+import type { Knex } from 'knex';
+import { iso } from '../db/index.ts';
+import { formatMoney, type Micros } from '../contracts/money.ts';
+
+/** How a request ended (or `running` while it runs). */
+export type ReceiptStatus = 'running' | 'succeeded' | 'failed' | 'denied' | 'pending_approval' | 'rejected_input' | 'rejected';
+
+/** The §4 receipt. Money fields are decimal strings in `currency`. */
+export interface Receipt {
+  id: string;
+  parent: string | null;
+  mandate: string;
+  caller: string;
+  agent: string | null;
+  capability: string | null;
+  status: ReceiptStatus;
+  approval: string | null;
+  worst_case: string | null;
+  currency: string;
+  payer: string;
+  sub_mandate: string | null;
+  billed: boolean;
+  cost: { own: string; downstream: string; total: string };
+  splits: Array<{ to: string; amount: string }>;
+  children: string[];
+  duration_ms: number;
+  error: { code: string; message: string } | null;
+  created_at: string;
+}
+
+/** A receipt with its children expanded, in call order. */
+export type ReceiptTree = Receipt & { calls: ReceiptTree[] };
+
+/** The cost block of a receipt from micro-units. */
+export function costView(own_micros: Micros, downstream_micros: Micros): Receipt['cost'] {
+  return { own: formatMoney(own_micros), downstream: formatMoney(downstream_micros), total: formatMoney(own_micros + downstream_micros) };
+}
+
+/** A new receipt id (`r1`, `r2`, …), from a database sequence so ids never repeat across restarts. */
+export async function nextReceiptId(db: Knex): Promise<string> {
+  const result = await db.raw(`SELECT nextval('gateway_receipt_seq') AS n`);
+  return `r${result.rows[0].n}`;
+}
+
+/** Writes (or overwrites) a receipt; `hold_id` is the hold to release if the gateway restarts before it is finalized. */
+export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, hold_id: string | null = null): Promise<void> {
+  await db('gateway_receipts')
+    .insert({ id: receipt.id, parent: receipt.parent, root_mandate, status: receipt.status, document: JSON.stringify(receipt), hold_id, created_at: receipt.created_at })
+    .onConflict('id')
+    .merge(['status', 'document', 'hold_id']);
+}
+
+const documentOf = (row: Record<string, any>): Receipt => (typeof row.document === 'string' ? JSON.parse(row.document) : row.document);
+
+/** Reads one receipt, or null. */
+export async function readReceipt(db: Knex | Knex.Transaction, id: string): Promise<Receipt | null> {
+  const row = await db('gateway_receipts').where({ id }).first('document');
+  return row ? documentOf(row) : null;
+}
+
+/** Expands a receipt into its tree, children in the order the receipt lists them. */
+export async function treeOf(db: Knex, receipt: Receipt): Promise<ReceiptTree> {
+  const rows = receipt.children.length === 0 ? [] : await db('gateway_receipts').whereIn('id', receipt.children).select('document');
+  const byId = new Map(rows.map((row) => [documentOf(row).id, documentOf(row)]));
+  const calls: ReceiptTree[] = [];
+  for (const id of receipt.children) {
+    const child = byId.get(id);
+    if (child) calls.push(await treeOf(db, child));
+  }
+  return { ...receipt, calls };
+}
+
+/** Root receipts (no parent), newest first, optionally under one root mandate, as trees. */
+export async function listReceiptTrees(db: Knex, options: { mandate?: string; limit: number }): Promise<ReceiptTree[]> {
+  const query = db('gateway_receipts').whereNull('parent').orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
+  if (options.mandate) query.where({ root_mandate: options.mandate });
+  const trees: ReceiptTree[] = [];
+  for (const row of await query.select('document')) trees.push(await treeOf(db, documentOf(row)));
+  return trees;
+}
+
+/** Receipts still `running` (an interrupted process's calls), with the hold each had opened. */
+export async function runningReceipts(db: Knex): Promise<Array<{ receipt: Receipt; hold_id: string | null }>> {
+  const rows = await db('gateway_receipts').where({ status: 'running' }).select('document', 'hold_id');
+  return rows.map((row) => ({ receipt: documentOf(row), hold_id: row.hold_id ?? null }));
+}
+
+/** Now, as the ISO string receipts carry. */
+export const now = (): string => iso(new Date())!;

@@ -1,0 +1,125 @@
+/**
+ * The catalogue of listed agent versions (gateway §1 "Resolve", §5 `/v0/agents`). Every version
+ * is a row of `gateway_agents`; this process keeps them in memory, with their compiled interface
+ * validators, rebuilt from the database at start-up. Shipped directories (`examples/`, `agents/`)
+ * are loaded into the database each start: a `holon.yaml` per agent, and for `dev` agents the
+ * `agent.mjs` beside it.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import { parse as parseYaml } from 'yaml';
+import { validateManifest, type LoadedManifest, type Manifest } from '../contracts/manifest.ts';
+import { parseAgentRef, resolveVersion } from '../contracts/resolve.ts';
+import semver from 'semver';
+
+/** One listed version: the validated manifest and its checks, where its files are, and whether an author published it. */
+export interface ListedAgent {
+  /** The manifest as its author wrote it (the JSON form of `holon.yaml`). */
+  document: Record<string, unknown>;
+  loaded: LoadedManifest;
+  /** The directory of `holon.yaml` for shipped agents; null for published ones. */
+  dir: string | null;
+  /** Published by an author (runs on the author's server), as opposed to shipped with the gateway. */
+  published: boolean;
+}
+
+/** `ns/name@x.y.z` of a listed version. */
+export const agentRef = (manifest: Manifest): string => `${manifest.id}@${manifest.version}`;
+
+/** The in-memory catalogue over `gateway_agents`. */
+export class Registry {
+  private readonly versions = new Map<string, Map<string, ListedAgent>>();
+
+  /** Every listed version of `id`, highest first. */
+  versionsOf(id: string): string[] {
+    return semver.rsort([...(this.versions.get(id)?.keys() ?? [])]);
+  }
+
+  /** The listed version `version` of `id`. */
+  get(id: string, version: string): ListedAgent | undefined {
+    return this.versions.get(id)?.get(version);
+  }
+
+  /** The manifest of `ns/name@x.y.z`, for lineage lookups. */
+  manifestOf(ref: string): Manifest | undefined {
+    const { id, range } = parseAgentRef(ref);
+    return range === null ? undefined : this.get(id, range)?.loaded.manifest;
+  }
+
+  /**
+   * `ns/name[@range]` → the highest listed version in range (gateway §1 "Resolve"), or null.
+   * Throws ContractError `invalid_ref` on a malformed reference.
+   */
+  resolve(ref: string): ListedAgent | null {
+    const { id } = parseAgentRef(ref);
+    const version = resolveVersion(ref, this.versionsOf(id));
+    return version === null ? null : this.get(id, version)!;
+  }
+
+  /** The highest listed version of every agent, in id order. */
+  latest(): ListedAgent[] {
+    return [...this.versions.keys()].sort().map((id) => this.get(id, this.versionsOf(id)[0])!);
+  }
+
+  /** The highest listed version of every agent implementing `capability`. */
+  implementers(capability: string): ListedAgent[] {
+    return this.latest().filter((agent) => agent.loaded.manifest.capabilities.includes(capability));
+  }
+
+  private add(agent: ListedAgent): void {
+    const { id, version } = agent.loaded.manifest;
+    if (!this.versions.has(id)) this.versions.set(id, new Map());
+    this.versions.get(id)!.set(version, agent);
+  }
+
+  /**
+   * Loads every `<dir>/*\/holon.yaml` into the database (a version already stored with other
+   * content is replaced: shipped agents change with the code) and leaves out ids in `exclude`.
+   * Throws ContractError naming the file when a manifest is invalid.
+   */
+  static async loadShipped(db: Knex, dirs: readonly string[], exclude: readonly string[]): Promise<void> {
+    for (const dir of dirs) {
+      let entries: string[];
+      try {
+        entries = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+      } catch {
+        continue;
+      }
+      for (const entry of entries) {
+        const agentDir = path.resolve(dir, entry);
+        let text: string;
+        try {
+          text = await readFile(path.join(agentDir, 'holon.yaml'), 'utf8');
+        } catch {
+          continue;
+        }
+        let document: Record<string, unknown>;
+        let loaded: LoadedManifest;
+        try {
+          document = parseYaml(text, { schema: 'core', uniqueKeys: true });
+          loaded = validateManifest(document);
+        } catch (error) {
+          throw new Error(`${path.join(dir, entry, 'holon.yaml')}: ${(error as Error).message}`);
+        }
+        const { id, version } = loaded.manifest;
+        if (exclude.includes(id)) {
+          await db('gateway_agents').where({ id, source: agentDir }).delete();
+          continue;
+        }
+        const row = { id, version, manifest: JSON.stringify(document), source: agentDir, published: false, listed: true };
+        await db('gateway_agents').insert(row).onConflict(['id', 'version']).merge();
+      }
+    }
+  }
+
+  /** Builds the catalogue from `gateway_agents` (listed versions only). Throws when a stored manifest is no longer valid. */
+  static async fromDatabase(db: Knex): Promise<Registry> {
+    const registry = new Registry();
+    for (const row of await db('gateway_agents').where({ listed: true }).orderBy(['id', 'version'])) {
+      const document = typeof row.manifest === 'string' ? JSON.parse(row.manifest) : row.manifest;
+      registry.add({ document, loaded: validateManifest(document), dir: row.published ? null : row.source, published: row.published });
+    }
+    return registry;
+  }
+}

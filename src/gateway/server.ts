@@ -1,0 +1,161 @@
+/**
+ * `holon serve`: the dev gateway (gateway §5, §6 "Dev runtime") in one process with the
+ * embedded database and, unless `clearing_url` names another binding, the reference clearing
+ * binding. It loads the shipped agents (`examples/`, `agents/`), closes calls a previous process
+ * left in flight (gateway §7 "Restarts"), posts pending settlements, and makes sure the dev
+ * account `dev` and the mandates of `examples/mandates/` exist, so a first call needs no set-up.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import pino, { type Logger } from 'pino';
+import { openDatabase, targetFromEnv, type Database } from '../db/index.ts';
+import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
+import { PLATFORM_FEES } from '../clearing/settlements.ts';
+import { runtimeFor } from '../runtimes/index.ts';
+import { ClearingPort } from './clearing.ts';
+import { createGatewayApp } from './app.ts';
+import { Gateway } from './lifecycle.ts';
+import { closeReservation, storeMandate } from './mandates.ts';
+import { Outbox } from './outbox.ts';
+import { Registry } from './registry.ts';
+import { runningReceipts, saveReceipt } from './receipts.ts';
+
+/** The dev account that pays for calls under the example mandates. */
+export const DEV_ACCOUNT = 'dev';
+
+/** Demo credit given once to the dev account: 100 EUR in micro-units. */
+export const DEV_CREDIT_MICROS = 100_000_000;
+
+/** Options of `startGateway`. */
+export interface GatewayServerOptions {
+  /** TCP port on 127.0.0.1; 0 picks a free one. */
+  port: number;
+  /** Data directory: `<db>/gateway` and `<db>/clearing` (PGlite), unless `DATABASE_URL` is set. */
+  db: string;
+  /** A clearing binding's URL; absent: the reference binding runs in this process. */
+  clearing_url?: string;
+  /** Directories of shipped agents (default `examples` and `agents`). */
+  agent_dirs?: readonly string[];
+  /** Agent ids left out (default: `HOLON_EXCLUDE`, else `holon-labs/summarize`). */
+  exclude?: readonly string[];
+  /** Directory of example mandates (default `examples/mandates`). */
+  mandate_dir?: string;
+  logger?: Logger;
+}
+
+/** A running gateway. */
+export interface RunningGateway {
+  url: string;
+  clearing_url: string;
+  server: Server;
+  gateway: Gateway;
+  outbox: Outbox;
+  db: Database;
+  close(): Promise<void>;
+}
+
+/** The agent ids `HOLON_EXCLUDE` names (comma-separated), `holon-labs/summarize` by default: it spends the operator's API credit. */
+export function excludedAgents(): string[] {
+  return (process.env.HOLON_EXCLUDE ?? 'holon-labs/summarize').split(',').map((id) => id.trim()).filter(Boolean);
+}
+
+/** Loads every `*.yaml` mandate of `dir` (issued by the dev account), replacing what was stored under the same id. */
+async function loadExampleMandates(database: Database, dir: string): Promise<void> {
+  let files: string[];
+  try {
+    files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
+  } catch {
+    return;
+  }
+  for (const file of files) {
+    const document = parseYaml(await readFile(path.join(dir, file), 'utf8'), { schema: 'core', uniqueKeys: true });
+    try {
+      await storeMandate(database.knex, document, { parent: null, payer: document.issuer, replace: true });
+    } catch (error) {
+      throw new Error(`${path.join(dir, file)}: ${(error as Error).message}`);
+    }
+  }
+}
+
+/**
+ * §7 "Restarts": calls in flight when the last process stopped are closed `failed` with
+ * `gateway_restarted`, never billed; their budget reservations and holds are released. Finished
+ * downstream calls keep their own receipts and stay paid.
+ */
+async function closeInterrupted(database: Database, outbox: Outbox): Promise<number> {
+  const interrupted = await runningReceipts(database.knex);
+  for (const { receipt, hold_id } of interrupted) {
+    await database.knex.transaction(async (trx) => {
+      await saveReceipt(trx, { ...receipt, status: 'failed', billed: false, error: { code: 'gateway_restarted', message: 'the gateway restarted while this call ran; nothing was billed' } }, receipt.mandate.split('.')[0]);
+      await closeReservation(trx, receipt.id, null);
+      if (hold_id) await outbox.write(trx, [{ operation: 'release-hold', receipt: receipt.id, body: { holdId: hold_id, reason: 'gateway restarted' } }]);
+    });
+  }
+  return interrupted.length;
+}
+
+/** Starts the dev gateway; resolves once it listens. */
+export async function startGateway(options: GatewayServerOptions): Promise<RunningGateway> {
+  const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
+  let binding: RunningClearing | null = null;
+  if (!options.clearing_url) {
+    binding = await startClearingServer({ target: targetFromEnv(path.join(options.db, 'clearing')), port: 0, logger });
+  }
+  const clearing = new ClearingPort(options.clearing_url ?? binding!.url);
+  const database = await openDatabase(targetFromEnv(path.join(options.db, 'gateway')));
+  const db = database.knex;
+
+  await Registry.loadShipped(db, options.agent_dirs ?? ['examples', 'agents'], options.exclude ?? excludedAgents());
+  const registry = await Registry.fromDatabase(db);
+  await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
+
+  const outbox = new Outbox(db, clearing, logger);
+  const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: (kind) => runtimeFor(kind), logger });
+  await gateway.loadStats();
+  await closeInterrupted(database, outbox);
+
+  if (binding) {
+    // The reference binding's own doors: every author and the dev account get an account; the dev account its demo credit once.
+    const namespaces = new Set([DEV_ACCOUNT, ...registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])]);
+    for (const account of namespaces) await clearing.createAccount(account);
+    await clearing.credit('demo-credit:dev', DEV_ACCOUNT, DEV_CREDIT_MICROS, 'dev gateway demo credit', true);
+  }
+  outbox.start();
+
+  const app = createGatewayApp({
+    db,
+    gateway,
+    registry,
+    clearing,
+    outbox,
+    currency: 'EUR',
+    logger,
+    accounts: async () => {
+      const payers = (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
+      const authors = registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
+      const names = [...new Set([...payers, ...authors])].sort().map((account) => ({ name: account, account }));
+      return [...names, { name: 'holon', account: PLATFORM_FEES }];
+    },
+  });
+  const server = app.listen(options.port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    clearing_url: clearing.url,
+    server,
+    gateway,
+    outbox,
+    db: database,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await outbox.stop();
+      await database.close();
+      await binding?.close();
+    },
+  };
+}
