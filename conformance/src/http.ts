@@ -1,0 +1,153 @@
+/**
+ * The HTTP recorder: a `fetch` that keeps every request the kit sends and the answer it got, so a
+ * failure can show both and print a `curl` line that reproduces it.
+ */
+
+/** One request the kit sent and what came back, exactly as seen on the wire. */
+export interface Exchange {
+  /** Order of the request within the run, from 1. */
+  readonly seq: number;
+  /** The contract operation the request was addressed to, or `health`, `capabilities`, `raw`. */
+  readonly op: string;
+  readonly method: string;
+  readonly url: string;
+  readonly request_headers: Readonly<Record<string, string>>;
+  /** The request body as sent, or null when there was none. */
+  readonly request_body: string | null;
+  /** The HTTP status, or null when no answer arrived (see `transport_error`). */
+  readonly status: number | null;
+  readonly response_headers: Readonly<Record<string, string>>;
+  /** The response body as text, unparsed. */
+  readonly response_body: string;
+  /** The response body parsed as JSON, or undefined when it is not JSON. */
+  readonly json: unknown;
+  /** Why no answer arrived (connection refused, timeout), or null. */
+  readonly transport_error: string | null;
+  readonly elapsed_ms: number;
+}
+
+/** Every exchange of one run, in order; run-wide checks read it (e.g. "every error response"). */
+export class ExchangeLog {
+  readonly #all: Exchange[] = [];
+
+  /** Appends one exchange and returns it. */
+  add(exchange: Exchange): Exchange {
+    this.#all.push(exchange);
+    return exchange;
+  }
+
+  /** Number the next exchange will carry. */
+  nextSeq(): number {
+    return this.#all.length + 1;
+  }
+
+  /** All exchanges so far, oldest first. */
+  all(): readonly Exchange[] {
+    return this.#all;
+  }
+}
+
+/**
+ * A `fetch` that performs the request with a timeout and hands the completed exchange to
+ * `record`. The body of the returned Response is the recorded text. A transport failure is
+ * recorded with status null and then rethrown, as `fetch` would.
+ */
+export function recordingFetch(
+  op: string,
+  seq: () => number,
+  timeout_ms: number,
+  record: (exchange: Exchange) => void,
+): typeof fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const request_body = request.body === null ? null : await request.clone().text();
+    const started = performance.now();
+    const base = {
+      seq: seq(),
+      op,
+      method: request.method,
+      url: request.url,
+      request_headers: headersOf(request.headers),
+      request_body,
+    };
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(request, { signal: AbortSignal.timeout(timeout_ms) });
+      text = await response.text();
+    } catch (error) {
+      record({
+        ...base, status: null, response_headers: {}, response_body: '', json: undefined,
+        transport_error: describeError(error), elapsed_ms: Math.round(performance.now() - started),
+      });
+      throw error;
+    }
+    record({
+      ...base,
+      status: response.status,
+      response_headers: headersOf(response.headers),
+      response_body: text,
+      json: parseJson(text),
+      transport_error: null,
+      elapsed_ms: Math.round(performance.now() - started),
+    });
+    return new Response(text, { status: response.status, headers: response.headers });
+  };
+}
+
+/** A `curl` command line that sends the same request again (POSIX shell quoting). */
+export function curlFor(exchange: Exchange): string {
+  const parts = ['curl', '-sS', '-i', '-X', exchange.method, quote(exchange.url)];
+  for (const [name, value] of Object.entries(exchange.request_headers)) {
+    parts.push('-H', quote(`${name}: ${value}`));
+  }
+  if (exchange.request_body !== null) parts.push('--data-raw', quote(exchange.request_body));
+  return parts.join(' ');
+}
+
+/** The exchange as readable text: request line, body, status and response body. */
+export function describeExchange(exchange: Exchange): string {
+  const lines = [`→ ${exchange.method} ${exchange.url}`];
+  const extra = Object.entries(exchange.request_headers).filter(([name]) => name !== 'content-type');
+  for (const [name, value] of extra) lines.push(`  ${name}: ${value}`);
+  if (exchange.request_body !== null) lines.push(`  ${exchange.request_body}`);
+  if (exchange.status === null) {
+    lines.push(`← no answer: ${exchange.transport_error}`);
+  } else {
+    lines.push(`← ${exchange.status} (${exchange.elapsed_ms} ms)`);
+    if (exchange.response_body !== '') lines.push(`  ${truncate(exchange.response_body, 2000)}`);
+  }
+  return lines.join('\n');
+}
+
+/** Parses `text` as JSON, or answers undefined when it is not JSON. */
+function parseJson(text: string): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function headersOf(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    out[name] = value;
+  });
+  return out;
+}
+
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
+}
+
+function quote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`;
+}
