@@ -6,18 +6,18 @@ import Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
-import { checkCall } from '../contracts/check-call.ts';
 import { formatMoney } from '../contracts/money.ts';
-import { worstCase } from '../contracts/pricing.ts';
 import { HttpError } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
-import { approvalView, decide, expireApprovals, lockApproval, pendingApprovals } from './approvals.ts';
+import { approvalView, pendingApprovals } from './approvals.ts';
+import { searchAgents } from './catalogue.ts';
 import { ClearingUnreachable, type ClearingPort } from './clearing.ts';
+import { closeExpiredApprovals, decideApproval } from './decisions.ts';
 import type { CallResult, Gateway } from './lifecycle.ts';
 import { budgetOf, budgetView, loadMandate } from './mandates.ts';
 import type { Outbox } from './outbox.ts';
 import type { Registry } from './registry.ts';
-import { listReceiptTrees, readReceipt, saveReceipt, treeOf } from './receipts.ts';
+import { listReceiptTrees, readReceipt, treeOf } from './receipts.ts';
 
 /** Options of `createGatewayApp`. */
 export interface GatewayAppOptions {
@@ -51,35 +51,7 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
     'search-agents': async ({ query }: OperationRequest<'search-agents'>) => {
       const mandate = query.mandate ? await loadMandate(db, query.mandate) : null;
       if (query.mandate && !mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
-      const words = (query.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
-      const listings = (query.capability ? registry.implementers(query.capability) : registry.latest())
-        .filter(({ loaded: { manifest } }) => words.every((w) => [manifest.id, manifest.summary, ...manifest.capabilities].join(' ').toLowerCase().includes(w)))
-        .map((agent) => {
-          const manifest = agent.loaded.manifest;
-          const stats = gateway.stats.get(manifest.id) ?? { runs: 0, successes: 0 };
-          const rate = (stats.successes + 1) / (stats.runs + 1);
-          const terms = mandate?.mandate.budget ?? { currency: manifest.price.currency, fx: {} };
-          const wc = worstCase(manifest, terms, null);
-          const admission = mandate ? checkCall(mandate.mandate, manifest, wc, { now_ms: Date.now(), remaining_micros: Number.MAX_SAFE_INTEGER, capability: query.capability ?? null, published: agent.published, delegated: false }) : null;
-          const worst = wc.ok ? wc.worst_case_micros : null;
-          return {
-            id: manifest.id,
-            version: manifest.version,
-            summary: manifest.summary,
-            capabilities: manifest.capabilities,
-            price: agent.document.price as Record<string, unknown>,
-            worst_case: worst === null ? null : formatMoney(worst),
-            currency: terms.currency,
-            success_rate: stats.runs === 0 ? null : stats.successes / stats.runs,
-            cost_per_success: worst === null ? null : formatMoney(Math.ceil(worst / rate)),
-            allowed: admission?.decision ?? null,
-            reason: admission?.decision === 'deny' ? admission.reason : null,
-            score: worst === null ? Number.MAX_SAFE_INTEGER : worst / rate,
-          };
-        })
-        .sort((a, b) => a.score - b.score || a.id.localeCompare(b.id))
-        .map(({ score: _score, ...listing }) => listing);
-      return { agents: listings };
+      return { agents: searchAgents(registry, gateway.stats, mandate, query) };
     },
 
     'read-agent': async ({ params }: OperationRequest<'read-agent'>) => {
@@ -105,30 +77,14 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
     },
 
     'list-approvals': async () => {
-      await closeExpired();
+      await closeExpiredApprovals(db);
       return { approvals: (await pendingApprovals(db)).map((row) => approvalView(row, currency)) };
     },
 
     'decide-approval': async ({ params, body }: OperationRequest<'decide-approval'>, ctx) => {
-      await closeExpired();
-      const decision = body.decision ?? 'approve';
-      const held = await db.transaction(async (trx) => {
-        const approval = await lockApproval(trx, params.id);
-        if (!approval) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
-        if (approval.status !== 'pending') throw new HttpError(409, 'approval_decided', `approval ${params.id} is already ${approval.status}`);
-        await decide(trx, approval.id, decision === 'approve' ? 'approved' : 'rejected');
-        return approval;
-      });
-      if (decision === 'reject') {
-        await markReceipt(held.receipt, 'rejected', 'approval_rejected', `approval ${held.id} was rejected; nothing ran and nothing was billed`);
-        return { approval: approvalView({ ...held, status: 'rejected', input: null }, currency) };
-      }
-      const [id, version] = held.agent.split('@');
-      const result = await gateway.call(
-        { mandate: held.mandate, agent: `${id}@${version}`, input: held.input, ...(held.max_cost_micros === null ? {} : { max_cost: formatMoney(held.max_cost_micros) }) },
-        { receipt: held.receipt, approved: { ...held, status: 'approved' } },
-      );
-      return answer(ctx, gateway, result, currency);
+      const decided = await decideApproval(db, gateway, params.id, body.decision ?? 'approve');
+      if ('rejected' in decided) return { approval: approvalView(decided.rejected, currency) };
+      return answer(ctx, gateway, decided.run, currency);
     },
 
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => ({
@@ -164,18 +120,6 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
 
     'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),
   };
-
-  /** Expired approvals forget their input; their held receipts end `rejected` (gateway §7 "Limits"). */
-  async function closeExpired(): Promise<void> {
-    for (const receipt of await expireApprovals(db)) {
-      await markReceipt(receipt, 'rejected', 'approval_expired', 'the approval was not decided within 7 days; nothing ran and nothing was billed');
-    }
-  }
-
-  async function markReceipt(id: string, status: 'rejected', code: string, message: string): Promise<void> {
-    const receipt = await readReceipt(db, id);
-    if (receipt) await saveReceipt(db, { ...receipt, status, error: { code, message } }, receipt.mandate.split('.')[0]);
-  }
 
   const app = new Koa();
   app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));

@@ -18,6 +18,7 @@ import { splitCharge, splitLines } from '../contracts/split.ts';
 import type { Runtime, RunOutcome, Delegate } from '../runtimes/types.ts';
 import { HttpError } from '../http/errors.ts';
 import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
+import { rankingRate } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type StoredMandate } from './mandates.ts';
@@ -209,10 +210,9 @@ export class Gateway {
   }
 
   /**
-   * Ranks every implementer of `capability` by cost per successful run (its worst case over its
-   * measured success rate, counted as (successes + 1) / (runs + 1) so an agent without runs is
-   * neither favoured nor shut out) and takes the cheapest the mandate admits, skipping those
-   * that do not fit the delegation slot. Ties go to the lower id.
+   * Ranks every implementer of `capability` by cost per successful run (its worst case over
+   * `rankingRate`) and takes the cheapest the mandate admits, skipping those that do not fit the
+   * delegation slot. Ties go to the lower id.
    */
   private bestImplementer(call: Call, capability: string): ListedAgent {
     const candidates = this.deps.registry.implementers(capability);
@@ -228,8 +228,7 @@ export class Gateway {
         first ??= reason;
         continue;
       }
-      const stats = this.stats.get(agent.loaded.manifest.id) ?? { runs: 0, successes: 0 };
-      ranked.push({ agent, score: (wc as { worst_case_micros: number }).worst_case_micros * ((stats.runs + 1) / (stats.successes + 1)) });
+      ranked.push({ agent, score: (wc as { worst_case_micros: number }).worst_case_micros / rankingRate(this.stats, agent.loaded.manifest.id) });
     }
     if (ranked.length === 0) throw new Stop('denied', 403, 'no_allowed_implementer', `no implementer of ${capability} is allowed: ${first}`);
     ranked.sort((a, b) => a.score - b.score || a.agent.loaded.manifest.id.localeCompare(b.agent.loaded.manifest.id));

@@ -1,0 +1,71 @@
+/**
+ * The ranked search of gateway §5 (`GET /v0/agents`, and the MCP server's `search_agents`):
+ * agents matching words and a capability, priced in the mandate's currency when one is given,
+ * with the mandate's answer for each, ranked by cost per successful run.
+ */
+import { checkCall } from '../contracts/check-call.ts';
+import { formatMoney } from '../contracts/money.ts';
+import { worstCase } from '../contracts/pricing.ts';
+import type { StoredMandate } from './mandates.ts';
+import type { Registry } from './registry.ts';
+
+/** Measured runs and successes by agent id. */
+export type Measured = ReadonlyMap<string, { runs: number; successes: number }>;
+
+/**
+ * The success rate used for ranking: (successes + 1) / (runs + 1), so an agent without runs is
+ * neither favoured nor shut out (gateway §1 "Resolve": cost per successful run).
+ */
+export function rankingRate(measured: Measured, id: string): number {
+  const stats = measured.get(id) ?? { runs: 0, successes: 0 };
+  return (stats.successes + 1) / (stats.runs + 1);
+}
+
+/** One search result (the `AgentListing` of `openapi/gateway.yaml`). Money as decimal strings. */
+export interface Listing {
+  id: string;
+  version: string;
+  summary: string;
+  capabilities: string[];
+  price: Record<string, unknown>;
+  worst_case: string | null;
+  currency: string;
+  success_rate: number | null;
+  cost_per_success: string | null;
+  allowed: 'allow' | 'approve' | 'deny' | null;
+  reason: string | null;
+}
+
+/** Searches the catalogue; every word of `q` must appear in an agent's id, summary or capabilities. */
+export function searchAgents(registry: Registry, measured: Measured, mandate: StoredMandate | null, query: { q?: string; capability?: string }): Listing[] {
+  const words = (query.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
+  return (query.capability ? registry.implementers(query.capability) : registry.latest())
+    .filter(({ loaded: { manifest } }) => words.every((w) => [manifest.id, manifest.summary, ...manifest.capabilities].join(' ').toLowerCase().includes(w)))
+    .map((agent) => {
+      const manifest = agent.loaded.manifest;
+      const stats = measured.get(manifest.id) ?? { runs: 0, successes: 0 };
+      const terms = mandate?.mandate.budget ?? { currency: manifest.price.currency, fx: {} };
+      const wc = worstCase(manifest, terms, null);
+      const admission = mandate
+        ? checkCall(mandate.mandate, manifest, wc, { now_ms: Date.now(), remaining_micros: Number.MAX_SAFE_INTEGER, capability: query.capability ?? null, published: agent.published, delegated: false })
+        : null;
+      const worst = wc.ok ? wc.worst_case_micros : null;
+      const score = worst === null ? Number.MAX_SAFE_INTEGER : worst / rankingRate(measured, manifest.id);
+      const listing: Listing = {
+        id: manifest.id,
+        version: manifest.version,
+        summary: manifest.summary,
+        capabilities: manifest.capabilities,
+        price: agent.document.price as Record<string, unknown>,
+        worst_case: worst === null ? null : formatMoney(worst),
+        currency: terms.currency,
+        success_rate: stats.runs === 0 ? null : stats.successes / stats.runs,
+        cost_per_success: worst === null ? null : formatMoney(Math.ceil(score)),
+        allowed: admission?.decision ?? null,
+        reason: admission?.decision === 'deny' ? admission.reason : null,
+      };
+      return { listing, score };
+    })
+    .sort((a, b) => a.score - b.score || a.listing.id.localeCompare(b.listing.id))
+    .map(({ listing }) => listing);
+}
