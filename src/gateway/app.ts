@@ -1,6 +1,7 @@
 /**
  * The gateway's `/v0` API (gateway §5) as a Koa app: the generated operation table of
- * `openapi/gateway.yaml`, with these handlers. Errors are `{error, code}` bodies.
+ * `openapi/gateway.yaml`, with these handlers, and the MCP server at `/mcp`. Errors are `{error,
+ * code}` bodies.
  */
 import Koa from 'koa';
 import type { Knex } from 'knex';
@@ -9,6 +10,7 @@ import { operationTable, schemaDocument, type OperationRequest } from '../../gen
 import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
+import { mcpMiddleware } from '../mcp/server.ts';
 import { approvalView, pendingApprovals } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
 import { ClearingUnreachable, type ClearingPort } from './clearing.ts';
@@ -29,6 +31,8 @@ export interface GatewayAppOptions {
   /** The clearing accounts `GET /v0/accounts` shows, by the name it shows them under. */
   accounts: () => Promise<Array<{ name: string; account: string }>>;
   currency: string;
+  /** The mandate the MCP server at `/mcp` calls under. */
+  mcp_mandate: string;
   logger: Logger;
 }
 
@@ -123,6 +127,7 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
 
   const app = new Koa();
   app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  app.use(mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger }));
   mountOperations(app, { table: operationTable, schemaDocument, handlers });
   return app;
 }

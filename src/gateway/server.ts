@@ -132,6 +132,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
     clearing,
     outbox,
     currency: 'EUR',
+    mcp_mandate: process.env.HOLON_MCP_MANDATE ?? 'dev/sandbox',
     logger,
     accounts: async () => {
       const payers = (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
