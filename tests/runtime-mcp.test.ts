@@ -111,6 +111,20 @@ test('the hard timeout cancels the call: the tool receives notifications/cancell
   assert.ok(cancelled, 'notifications/cancelled for the tools/call request');
 });
 
+test('a server that drops the stream mid-call is agent_error at once, not a timeout', async () => {
+  answer = () => {
+    setTimeout(() => server.drop(), 50);
+    return new Promise(() => {});
+  };
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), 5000);
+  const started = Date.now();
+  const outcome = await runtime.run(runRequest(target(), { signal: controller.signal }));
+  clearTimeout(timer);
+  assert.deepEqual(outcome, { kind: 'failure', code: 'agent_error', message: 'the MCP server closed the stream without answering the call' });
+  assert.ok(Date.now() - started < 2000);
+});
+
 test('an unreachable endpoint is runtime_unavailable', async () => {
   const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${await deadEndpoint()}/mcp`, 'echo')));
   assert.equal(outcome.kind === 'failure' && outcome.code, 'runtime_unavailable');

@@ -27,30 +27,52 @@ export function isRedirect(status: number): boolean {
   return status >= 300 && status < 400;
 }
 
-/** `response` whose body errors, and the source is cancelled, once more than `max_bytes` bytes came in. */
-export function limitBody(response: Response, max_bytes: number, onExceeded: () => void): Response {
+/** What {@link watchBody} watches for. */
+export interface BodyWatch {
+  /** The most bytes the body may weigh; beyond it the body errors and the connection is dropped. */
+  max_bytes: number;
+  /** Called once when the body is over `max_bytes` (declared by `content-length`, or as it streams in). */
+  onExceeded(): void;
+  /** Called once when the body ended, completely or not (not when the reader cancelled it). */
+  onEnd?(): void;
+}
+
+/** `response` with its body read through `watch`: counted, cut off past the limit, its end reported. */
+export function watchBody(response: Response, watch: BodyWatch): Response {
   if (response.body === null) return response;
-  const declared = Number(response.headers.get('content-length'));
+  const reader = response.body.getReader();
   let received = 0;
-  const tooLarge = (controller: TransformStreamDefaultController<Uint8Array>) => {
-    onExceeded();
-    controller.error(new RangeError(`the answer is larger than ${max_bytes} bytes`));
+  const tooLarge = () => {
+    watch.onExceeded();
+    void reader.cancel().catch(() => {});
+    return new RangeError(`the answer is larger than ${watch.max_bytes} bytes`);
   };
-  const counter = new TransformStream<Uint8Array, Uint8Array>({
+  const declared = Number(response.headers.get('content-length'));
+  const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      if (declared > max_bytes) tooLarge(controller);
+      if (declared > watch.max_bytes) controller.error(tooLarge());
     },
-    transform(chunk, controller) {
-      received += chunk.byteLength;
-      if (received > max_bytes) tooLarge(controller);
-      else controller.enqueue(chunk);
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          watch.onEnd?.();
+          return;
+        }
+        received += value.byteLength;
+        if (received > watch.max_bytes) controller.error(tooLarge());
+        else controller.enqueue(value);
+      } catch (error) {
+        controller.error(error);
+        watch.onEnd?.();
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
     },
   });
-  return new Response(response.body.pipeThrough(counter), {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** Why a fetch got no response at all, in a few words (`ECONNREFUSED`, `ENOTFOUND`, …). */

@@ -16,7 +16,9 @@
  * Failures (DESIGN open point 11): no HTTP response at all (refused, DNS, reset, TLS) →
  * `runtime_unavailable`; an HTTP answer outside the profile (any non-2xx such as 401, a redirect,
  * which is never followed, a JSON-RPC error, a malformed result, an answer over 10 MiB) →
- * `agent_error`; the hard timeout → `timeout`.
+ * `agent_error`; the hard timeout → `timeout`. A server must answer on the stream of the request:
+ * stream resumption (`Last-Event-ID`) is not used in v0, so a stream that ends without the result
+ * (a crashed server) is `agent_error` at once rather than a wait for the timeout.
  *
  * Cancellation (DESIGN open point 12): at the hard timeout the request's AbortSignal fires, the SDK
  * sends `notifications/cancelled` for the `tools/call` (MCP 2025-11-25), the runtime waits for that
@@ -32,12 +34,18 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { ERROR_CODE_PATTERN, toQuote, toUnits } from './agent-context.mjs';
-import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, limitBody, networkReason, statusHint, type Fetch } from './http.ts';
+import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, networkReason, statusHint, watchBody, type Fetch } from './http.ts';
 import { clip, failure, isObject, timedOut } from './outcome.ts';
 import type { RunOutcome, RunRequest, Runtime } from './types.ts';
 
 /** How long closing may wait for the cancellation notification, then for the session `DELETE`, in ms. */
-export const CLOSE_GRACE_MS = 1000;
+const CLOSE_GRACE_MS = 1000;
+
+/**
+ * How long after the `tools/call` response stream ended a result may still be on its way through
+ * the SDK, in ms; past it, the server closed the stream without answering (`agent_error`).
+ */
+const STREAM_END_GRACE_MS = 100;
 
 /**
  * The SDK's own request timeout, in ms: a backstop above the longest hard timeout (300 s, gateway
@@ -72,16 +80,14 @@ export function createMcpRuntime(options: McpRuntimeOptions = {}): Runtime {
 
 /** One connection, one `tools/call`, always closed. */
 async function callOnce(request: RunRequest, endpoint: string, tool: string, baseFetch: Fetch, maxBytes: number): Promise<RunOutcome> {
-  let problem: RunOutcome | null = null;
-  const noteProblem = (outcome: RunOutcome) => void (problem ??= outcome);
-  const stop = new AbortController();
+  const watch = new CallWatch();
   const transport = new CancellingTransport(new URL(endpoint), {
     requestInit: { headers: credentialHeaders(request.credential), redirect: 'manual' },
-    fetch: watchedFetch(baseFetch, maxBytes, endpoint, noteProblem, stop),
+    fetch: watchedFetch(baseFetch, maxBytes, endpoint, watch),
     reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 },
   });
   const client = new Client({ name: 'holon-gateway', version: '0.1.0' });
-  const options = { signal: AbortSignal.any([request.signal, stop.signal]), timeout: BACKSTOP_TIMEOUT_MS };
+  const options = { signal: AbortSignal.any([request.signal, watch.stopped]), timeout: BACKSTOP_TIMEOUT_MS };
   try {
     await client.connect(transport, options);
     const _meta = request.max_cost ? { 'holon/max_cost': { ...request.max_cost } } : undefined;
@@ -89,44 +95,81 @@ async function callOnce(request: RunRequest, endpoint: string, tool: string, bas
     return outcomeOf(result);
   } catch (error) {
     if (request.signal.aborted) return timedOut();
-    return problem ?? outcomeOfError(error);
+    return watch.problem ?? outcomeOfError(error);
   } finally {
+    watch.settled = true;
     await transport.flush(CLOSE_GRACE_MS);
     await within(CLOSE_GRACE_MS, transport.terminateSession());
     await client.close().catch(() => {});
   }
 }
 
+/** What the fetches of one call saw, and the means to stop the call for it. */
+class CallWatch {
+  /** The first problem seen, which explains a failed call better than the SDK's error. */
+  problem: RunOutcome | null = null;
+  /** Set once the call has its outcome: nothing stops it any more. */
+  settled = false;
+  readonly #controller = new AbortController();
+  /** Aborted by {@link stop}. */
+  readonly stopped = this.#controller.signal;
+
+  /** Remembers `outcome` as the explanation, if none yet. */
+  note(outcome: RunOutcome): void {
+    this.problem ??= outcome;
+  }
+
+  /** Notes `outcome` and stops the call, for problems after which the SDK would wait for an answer that cannot come. */
+  stop(outcome: RunOutcome): void {
+    if (this.settled) return;
+    this.note(outcome);
+    this.#controller.abort();
+  }
+}
+
 /**
- * The fetch the transport uses: never follows a redirect, limits every response body, and names
- * a connection failure, a redirect or an oversize answer through `noteProblem`. An oversize answer
- * also aborts `stop`: the SDK would otherwise wait for a result that was cut off (for the other
- * two, the SDK's own request fails).
+ * The fetch the transport uses: never follows a redirect, limits every response body, and names a
+ * connection failure or a redirect (the SDK's own request then fails). It stops the call when an
+ * answer grows past the limit, or when the response stream of the `tools/call` ends without its
+ * result (a crashed server: the SDK would wait until the timeout).
  */
-function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, noteProblem: (outcome: RunOutcome) => void, stop: AbortController): Fetch {
+function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, watch: CallWatch): Fetch {
   return async (url, init) => {
     let response: Response;
     try {
       response = await baseFetch(url, { ...init, redirect: 'manual' });
     } catch (error) {
       if (!init?.signal?.aborted) {
-        noteProblem(failure('runtime_unavailable', `could not reach ${endpoint} (${networkReason(error)}): is the agent's MCP server running?`));
+        watch.note(failure('runtime_unavailable', `could not reach ${endpoint} (${networkReason(error)}): is the agent's MCP server running?`));
       }
       throw error;
     }
     if (isRedirect(response.status)) {
       const location = response.headers.get('location') ?? 'nowhere';
-      noteProblem(failure('agent_error', `${endpoint} answered ${response.status} to ${location}: redirects are not followed; set runtime.endpoint to the final URL`));
+      watch.note(failure('agent_error', `${endpoint} answered ${response.status} to ${location}: redirects are not followed; set runtime.endpoint to the final URL`));
     }
-    return limitBody(response, maxBytes, () => {
-      noteProblem(failure('agent_error', `the answer is larger than ${maxBytes} bytes (gateway §7 "Limits")`));
-      stop.abort();
+    const unanswered = () =>
+      setTimeout(() => watch.stop(failure('agent_error', 'the MCP server closed the stream without answering the call')), STREAM_END_GRACE_MS).unref();
+    return watchBody(response, {
+      max_bytes: maxBytes,
+      onExceeded: () => watch.stop(failure('agent_error', `the answer is larger than ${maxBytes} bytes (gateway §7 "Limits")`)),
+      onEnd: carriesToolCall(init) ? unanswered : undefined,
     });
   };
 }
 
+/** Whether a request body is the `tools/call` request. */
+function carriesToolCall(init: RequestInit | undefined): boolean {
+  if (init?.method !== 'POST' || typeof init.body !== 'string') return false;
+  try {
+    return (JSON.parse(init.body) as { method?: unknown }).method === 'tools/call';
+  } catch {
+    return false;
+  }
+}
+
 /** The outcome of a `tools/call` result (profile table above). */
-export function outcomeOf(result: Record<string, unknown>): RunOutcome {
+function outcomeOf(result: Record<string, unknown>): RunOutcome {
   const meta = isObject(result._meta) ? result._meta : {};
   let units: number | null;
   let quote: string | null;

@@ -25,7 +25,7 @@
  * `x-holon-call` lets its author recognise a call. Webhook answers carry no units or quote.
  */
 import { ERROR_CODE_PATTERN } from './agent-context.mjs';
-import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, limitBody, networkReason, statusHint, type Fetch } from './http.ts';
+import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, networkReason, statusHint, watchBody, type Fetch } from './http.ts';
 import { clip, failure, isObject, timedOut } from './outcome.ts';
 import type { RunOutcome, RunRequest, Runtime } from './types.ts';
 
@@ -67,7 +67,7 @@ export function createWebhookRuntime(options: WebhookRuntimeOptions = {}): Runti
       let tooLarge = false;
       let text: string;
       try {
-        text = await limitBody(response, maxBytes, () => (tooLarge = true)).text();
+        text = await watchBody(response, { max_bytes: maxBytes, onExceeded: () => (tooLarge = true) }).text();
       } catch (error) {
         if (request.signal.aborted) return timedOut();
         if (tooLarge) return failure('agent_error', `the answer is larger than ${maxBytes} bytes (gateway §7 "Limits")`);
@@ -90,7 +90,7 @@ function webhookHeaders(request: RunRequest): Record<string, string> {
 }
 
 /** Rules 4 to 6 above, for a read answer. */
-export function outcomeOfAnswer(status: number, text: string): RunOutcome {
+function outcomeOfAnswer(status: number, text: string): RunOutcome {
   let body: unknown;
   try {
     body = JSON.parse(text);

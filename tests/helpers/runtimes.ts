@@ -45,6 +45,8 @@ export interface TestServer {
   url: string;
   /** Every request received: method, path, headers, body text. */
   received: { method: string; path: string; headers: IncomingHttpHeaders; body: string }[];
+  /** Drops every open connection at once, as a crashed server would. */
+  drop(): void;
   close(): Promise<void>;
 }
 
@@ -59,7 +61,7 @@ export async function startHttp(handler: (req: IncomingMessage, res: ServerRespo
     await handler(req, res, body);
   });
   const url = await listen(server);
-  return { url, received, close: () => closeServer(server) };
+  return { url, received, drop: () => server.closeAllConnections(), close: () => closeServer(server) };
 }
 
 /** What the tool of a {@link startMcpServer} server saw. */
