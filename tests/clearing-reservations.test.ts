@@ -431,6 +431,9 @@ test('§6.15 a hold past its window is released without anyone asking: reads exc
   const account = await binding.funded(10_000, 'caller');
   const drawer = await binding.funded(10_000, 'drawer');
   const swept = await binding.funded(10_000, 'swept');
+  const listed = await binding.funded(10_000, 'listed');
+  const detailed = await binding.funded(10_000, 'detailed');
+  const summarized = await binding.funded(10_000, 'summarized');
   const owner = await binding.account('owner');
   const shortId = unique('short');
   const longId = unique('long');
@@ -441,6 +444,11 @@ test('§6.15 a hold past its window is released without anyone asking: reads exc
   await hold({ holdId: longId, account, amount: 2_000 }).expect(200);
   await hold({ holdId: drawerId, account: drawer, amount: 1_000, expiresAt }).expect(200);
   await hold({ holdId: sweptId, account: swept, amount: 2_000, expiresAt }).expect(200);
+  const listedId = unique('listed');
+  const detailedId = unique('detailed');
+  await hold({ holdId: listedId, account: listed, amount: 1_000, expiresAt }).expect(200);
+  await hold({ holdId: detailedId, account: detailed, amount: 1_000, expiresAt }).expect(200);
+  await hold({ holdId: unique('summarized'), account: summarized, amount: 1_000, expiresAt }).expect(200);
   const drawId = unique('win');
   await draw({ holdId: shortId, txnId: drawId, caller: account, owner, lines: [{ meter: 'm', amount: 1_000 }] }).expect(200);
   const open = await figures(account);
@@ -461,6 +469,14 @@ test('§6.15 a hold past its window is released without anyone asking: reads exc
   assert.equal(record.released_at, expiresAt);
   assert.equal(record.drawn, 1_000);
   assert.equal(closed.reservations.find((r) => r.hold_id === longId)!.status, 'open');
+
+  // Each of the other reads applies expiry itself before it answers (§6.5).
+  const list = await binding.http.get(`/internal/ledger/reservations/${listed}`);
+  assert.deepEqual([list.body.reserved, list.body.available, list.body.reservations[0].status], [0, 10_000, 'released']);
+  const detail = await binding.http.get(`/internal/ledger/reservation/${detailedId}`);
+  assert.deepEqual([detail.body.status, detail.body.release_reason], ['released', 'expired']);
+  const summary = await binding.http.get(`/internal/ledger/summary/${summarized}`);
+  assert.deepEqual([summary.body.reserved, summary.body.available, summary.body.reservations], [0, 10_000, []]);
 
   // Lazily, on a write: the first thing to touch this hold after its window is a draw.
   const late = await draw({ holdId: drawerId, txnId: unique('win'), caller: drawer, owner, lines: [{ meter: 'm', amount: 1 }] });

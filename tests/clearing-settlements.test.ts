@@ -125,7 +125,7 @@ test('§6.8 settle: caller pays retail, owner earns rate, the margin lands in pl
   const caller = await binding.funded(1_000_000, 'caller');
   const owner = await binding.account('owner');
   const txnId = unique('work');
-  const res = await settle({ txnId, caller, owner, rate: 250_000, retail: 300_000, ref: 'receipt 1', memo: 'summarize' });
+  const res = await settle({ txnId, caller, owner, rate: 250_000, retail: 300_000, ref: 'receipt 1', memo: 'summarize', spendAgentKey: 'agent-7' });
   assert.equal(res.status, 200);
   assert.deepEqual(res.body, APPLIED);
   assert.deepEqual(await balanceOf(caller), { account: caller, balance: 700_000, available: 700_000, reserved: 0, pending: 0 });
@@ -311,6 +311,9 @@ test('§6.9 a correction cannot be reversed (not_reversible); an unknown transac
   assert.equal((await settlement(missing)).state, 'unknown');
 
   assert.equal(refused(await reverse({ txnId: unique('rev'), reverses: txnId }), 422, 'invalid_request'), 'invalid request: body.reason is required');
+  // Full reversals only: there is no amount to give.
+  const partial = await reverse({ txnId: unique('rev'), reverses: txnId, reason: 'half refund', amount: 500 });
+  assert.equal(refused(partial, 422, 'invalid_request'), 'invalid request: body.amount is not a field of this operation');
   assert.equal((await balanceOf(account)).balance, 10_500);
 });
 

@@ -216,9 +216,9 @@ test('§5.2 a binding offering only the four REQUIRED operations answers 404 not
   }
   // The probe stays valid whatever the body: not_offered comes before validation.
   refused(await minimal.http.post('/internal/ledger/hold').send({ nonsense: true }), 404, 'not_offered');
-  // The required ones answer.
+  // The required ones answer; without reservations, available is still answered, equal to balance (§6.2).
   assert.equal((await requests['resolve-account'](minimal.http)).status, 200);
-  assert.equal((await requests['read-balance'](minimal.http)).status, 200);
+  assert.deepEqual((await requests['read-balance'](minimal.http)).body, { account, balance: 0, available: 0, reserved: 0, pending: 0 });
   assert.equal((await requests['read-settlement'](minimal.http)).status, 200);
   const settled = await requests.settle(minimal.http);
   assert.equal(settled.status, 200);
