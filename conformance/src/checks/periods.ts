@@ -9,10 +9,15 @@ import { asObject, type Json } from '../expect.ts';
 import type { Exchange } from '../http.ts';
 import { ensureEveryExchange, isSuccess } from './scan.ts';
 
-/** Problems of one object's `period` field: a non-empty string when declared, absent otherwise. */
+/**
+ * Problems of one object's `period` field: a non-empty string when declared, absent otherwise.
+ * read-reservation answers a record, whose period is null once released (§6.5), with "period
+ * beside it" (§6.6); the two share one field, so a released record may answer either.
+ */
 function periodProblems(declared: boolean, body: Json, where: string): string[] {
-  if (declared) return typeof body.period === 'string' && body.period !== '' ? [] : [`${where} has no period`];
-  return 'period' in body ? [`${where} carries period though none is declared`] : [];
+  if (!declared) return 'period' in body ? [`${where} carries period though none is declared`] : [];
+  if (typeof body.period === 'string' && body.period !== '') return [];
+  return where === 'read-reservation' && body.status === 'released' && body.period === null ? [] : [`${where} has no period`];
 }
 
 /** The reservation records an answer carries: its own body, `reservation`, or `reservations[]`. */
@@ -27,14 +32,18 @@ function recordsOf(exchange: Exchange): Json[] {
   return [];
 }
 
-/** Problems of one reservation record under §6.5 and §12.1. */
-function recordProblems(declared: boolean, record: Json): string[] {
+/**
+ * Problems of one reservation record under §6.5 and §12.1. `beside`: the record is the body of
+ * read-reservation, whose period may be the one "beside it" (§6.6), a string even once released.
+ */
+function recordProblems(declared: boolean, record: Json, beside: boolean): string[] {
   const where = `reservation ${String(record.hold_id)}`;
   if (!declared) {
     return ['period', 'opened_in'].filter((f) => f in record).map((f) => `${where} carries ${f} though no period is declared`);
   }
   const problems: string[] = [];
-  const wantPeriod = record.status === 'released' ? record.period === null : typeof record.period === 'string' && record.period !== '';
+  const named = typeof record.period === 'string' && record.period !== '';
+  const wantPeriod = record.status !== 'released' ? named : record.period === null || (beside && named);
   if (!wantPeriod) problems.push(`${where} (${String(record.status)}) has period ${JSON.stringify(record.period)}; open: a period, released: null`);
   if (typeof record.opened_in !== 'string' || record.opened_in === '') problems.push(`${where} has no opened_in`);
   return problems;
@@ -85,7 +94,7 @@ export const periodChecks = checksOf('periods', [
     async run(ctx) {
       await exercise(ctx);
       const declared = ctx.declared.periods;
-      ensureEveryExchange(ctx.runExchanges(), (e) => recordsOf(e).flatMap((r) => recordProblems(declared, r)), 'period and opened_in on reservation records',
+      ensureEveryExchange(ctx.runExchanges(), (e) => recordsOf(e).flatMap((r) => recordProblems(declared, r, e.op === 'read-reservation')), 'period and opened_in on reservation records',
         expectation(declared, 'period and opened_in on every reservation record'));
     },
   },
