@@ -598,3 +598,22 @@ test('§8 invariant 11: available may go negative when settlements outrun a hold
   const res = await hold({ holdId: unique('eng'), account: caller, amount: 1 });
   assert.equal(refused(res, 422, 'insufficient_funds'), `a hold of 1 does not fit: -300 available on ${caller} (balance 500, reserved 800)`);
 });
+
+test('§6.12 invariant 11: with available negative, a reduction and a new window still apply; a raise is refused', async () => {
+  const caller = await binding.funded(1_000, 'caller');
+  const owner = await binding.account('owner');
+  const holdId = unique('eng');
+  await hold({ holdId, account: caller, amount: 800 }).expect(200);
+  await binding.http.post('/internal/ledger/charge').send({ txnId: unique('work'), caller, owner, rate: 500, retail: 500 }).expect(200);
+  const reduce = await resize({ holdId, amount: 700 });
+  assert.equal(reduce.status, 200, JSON.stringify(reduce.body));
+  assert.deepEqual([reduce.body.applied, reduce.body.delta, reduce.body.available], [true, -100, -200]);
+  const window = new Date(Date.now() + 86_400_000).toISOString();
+  const moved = await resize({ holdId, amount: 700, expiresAt: window });
+  assert.equal(moved.status, 200, JSON.stringify(moved.body));
+  assert.deepEqual([moved.body.applied, moved.body.delta, moved.body.available, moved.body.reservation.expires_at], [true, 0, -200, window]);
+  const raise = await resize({ holdId, amount: 701 });
+  assert.equal(refused(raise, 422, 'insufficient_funds'), `a raise of reservation ${holdId} of 1 does not fit: -200 available on ${caller} (balance 500, reserved 700)`);
+  const now = await figures(caller);
+  assert.deepEqual({ balance: now.balance, reserved: now.reserved, available: now.available }, { balance: 500, reserved: 700, available: -200 });
+});

@@ -125,7 +125,8 @@ export async function resizeHold(db: Knex, { body }: OperationRequest<'resize-ho
     }
     if (body.amount < drawn) throw invalidRequest(`reservation ${body.holdId} has ${drawn} drawn; its cap cannot fall to ${body.amount}`);
     const delta = body.amount - amount;
-    if (delta > figures.available) throw insufficient(delta, figures, `a raise of reservation ${body.holdId}`);
+    // Only a raise is checked: a reduction or a new window must pass even when available is negative (invariant 11).
+    if (delta > 0 && delta > figures.available) throw insufficient(delta, figures, `a raise of reservation ${body.holdId}`);
     const [row] = await trx('clearing_holds').where({ hold_id: body.holdId }).update({ amount: body.amount, expires_at: expiresAt }).returning('*');
     return { ok: true, applied: true, reservation: reservationOf(row), available: figures.available - delta, delta };
   });
