@@ -27,6 +27,17 @@ export function isRedirect(status: number): boolean {
   return status >= 300 && status < 400;
 }
 
+/** Why a redirect answer from `endpoint` is refused, naming its target. */
+export function redirectRefused(endpoint: string, response: Response): string {
+  const location = response.headers.get('location') ?? 'nowhere';
+  return `${endpoint} answered ${response.status} to ${location}: redirects are not followed; set runtime.endpoint to the final URL`;
+}
+
+/** Why an answer over `max_bytes` is refused. */
+export function tooLarge(max_bytes: number): string {
+  return `the answer is larger than ${max_bytes} bytes (gateway §7 "Limits")`;
+}
+
 /** What {@link watchBody} watches for. */
 export interface BodyWatch {
   /** The most bytes the body may weigh; beyond it the body errors and the connection is dropped. */
@@ -42,15 +53,15 @@ export function watchBody(response: Response, watch: BodyWatch): Response {
   if (response.body === null) return response;
   const reader = response.body.getReader();
   let received = 0;
-  const tooLarge = () => {
+  const exceeded = () => {
     watch.onExceeded();
     void reader.cancel().catch(() => {});
-    return new RangeError(`the answer is larger than ${watch.max_bytes} bytes`);
+    return new RangeError(tooLarge(watch.max_bytes));
   };
   const declared = Number(response.headers.get('content-length'));
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      if (declared > watch.max_bytes) controller.error(tooLarge());
+      if (declared > watch.max_bytes) controller.error(exceeded());
     },
     async pull(controller) {
       try {
@@ -61,7 +72,7 @@ export function watchBody(response: Response, watch: BodyWatch): Response {
           return;
         }
         received += value.byteLength;
-        if (received > watch.max_bytes) controller.error(tooLarge());
+        if (received > watch.max_bytes) controller.error(exceeded());
         else controller.enqueue(value);
       } catch (error) {
         controller.error(error);

@@ -34,7 +34,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { ERROR_CODE_PATTERN, toQuote, toUnits } from './agent-context.mjs';
-import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, networkReason, statusHint, watchBody, type Fetch } from './http.ts';
+import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, networkReason, redirectRefused, statusHint, tooLarge, watchBody, type Fetch } from './http.ts';
 import { clip, failure, isObject, timedOut } from './outcome.ts';
 import type { RunOutcome, RunRequest, Runtime } from './types.ts';
 
@@ -144,15 +144,12 @@ function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, watc
       }
       throw error;
     }
-    if (isRedirect(response.status)) {
-      const location = response.headers.get('location') ?? 'nowhere';
-      watch.note(failure('agent_error', `${endpoint} answered ${response.status} to ${location}: redirects are not followed; set runtime.endpoint to the final URL`));
-    }
+    if (isRedirect(response.status)) watch.note(failure('agent_error', redirectRefused(endpoint, response)));
     const unanswered = () =>
       setTimeout(() => watch.stop(failure('agent_error', 'the MCP server closed the stream without answering the call')), STREAM_END_GRACE_MS).unref();
     return watchBody(response, {
       max_bytes: maxBytes,
-      onExceeded: () => watch.stop(failure('agent_error', `the answer is larger than ${maxBytes} bytes (gateway §7 "Limits")`)),
+      onExceeded: () => watch.stop(failure('agent_error', tooLarge(maxBytes))),
       onEnd: carriesToolCall(init) ? unanswered : undefined,
     });
   };

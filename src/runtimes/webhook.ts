@@ -25,7 +25,7 @@
  * `x-holon-call` lets its author recognise a call. Webhook answers carry no units or quote.
  */
 import { ERROR_CODE_PATTERN } from './agent-context.mjs';
-import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, networkReason, statusHint, watchBody, type Fetch } from './http.ts';
+import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, networkReason, redirectRefused, statusHint, tooLarge, watchBody, type Fetch } from './http.ts';
 import { clip, failure, isObject, timedOut } from './outcome.ts';
 import type { RunOutcome, RunRequest, Runtime } from './types.ts';
 
@@ -61,16 +61,15 @@ export function createWebhookRuntime(options: WebhookRuntimeOptions = {}): Runti
       }
       if (isRedirect(response.status)) {
         await response.body?.cancel().catch(() => {});
-        const location = response.headers.get('location') ?? 'nowhere';
-        return failure('agent_error', `${endpoint} answered ${response.status} to ${location}: redirects are not followed; set runtime.endpoint to the final URL`);
+        return failure('agent_error', redirectRefused(endpoint, response));
       }
-      let tooLarge = false;
+      let exceeded = false;
       let text: string;
       try {
-        text = await watchBody(response, { max_bytes: maxBytes, onExceeded: () => (tooLarge = true) }).text();
+        text = await watchBody(response, { max_bytes: maxBytes, onExceeded: () => (exceeded = true) }).text();
       } catch (error) {
         if (request.signal.aborted) return timedOut();
-        if (tooLarge) return failure('agent_error', `the answer is larger than ${maxBytes} bytes (gateway §7 "Limits")`);
+        if (exceeded) return failure('agent_error', tooLarge(maxBytes));
         return failure('agent_error', `the answer broke off (${networkReason(error)})`);
       }
       return outcomeOfAnswer(response.status, text);

@@ -73,7 +73,6 @@ export interface ToolCall {
 
 /** An MCP server with one tool, `echo`, answering through `answer`, and everything it received. */
 export interface TestMcpServer extends TestServer {
-  url: string;
   /** Every JSON-RPC message POSTed to it, in order. */
   messages: JSONRPCMessage[];
   calls: ToolCall[];
