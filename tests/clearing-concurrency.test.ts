@@ -157,6 +157,19 @@ test('§6.9 parallel reversals of one transaction under different ids: exactly o
   assert.equal((await balanceOf(owner)).balance, 0);
 });
 
+test('§9 20 parallel replays of one reversal: one applies, 19 answer applied false with the same amount', async () => {
+  const caller = await binding.funded(10_000, 'caller');
+  const owner = await binding.account('owner');
+  const txnId = unique('work');
+  await binding.http.post('/internal/ledger/charge').send({ txnId, caller, owner, rate: 1_500, retail: 1_500 }).expect(200);
+  const rid = unique('rev');
+  const responses = await parallel(20, () => binding.http.post('/internal/ledger/reverse').send({ txnId: rid, reverses: txnId, reason: 'refund' }));
+  assert.deepEqual(tally(responses), { '200 applied:true': 1, '200 applied:false': 19 });
+  for (const res of responses) assert.equal(res.body.amount, 1_500);
+  assert.equal((await balanceOf(caller)).balance, 10_000);
+  assert.equal((await balanceOf(owner)).balance, 0);
+});
+
 test('§6.9 parallel reversals of one draw give the cap back once', async () => {
   const caller = await binding.funded(10_000, 'caller');
   const owner = await binding.account('owner');

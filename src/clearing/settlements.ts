@@ -131,6 +131,8 @@ export async function reverse(db: Knex, { body }: OperationRequest<'reverse'>): 
     const postings = await postingsOf(trx, original.txn_id);
     await lockAccounts(trx, [original.account, ...postings.map((p) => p.account)]);
     const prior = await reversalOf(trx, original.txn_id);
+    // A replay that waited on the locks while its first arrival committed: the stored outcome (§9).
+    if (prior === body.txnId) return { ...accepted(false), amount: original.amount };
     if (prior) throw new HttpError(422, 'already_reversed', `${original.txn_id} was already reversed by ${prior}`, { reversed_by: prior });
     if (original.door === 'draw') await giveCapBack(trx, original.hold_id!, original.amount);
     await postEntry(
