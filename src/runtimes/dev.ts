@@ -20,7 +20,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { AgentError, agentError, createReport } from './agent-context.mjs';
+import { AgentError, agentError, createReport, type ReportTotals } from './agent-context.mjs';
 import { clip, failure, timedOut } from './outcome.ts';
 import type { Delegate, MaxCost, RunOutcome, RunRequest, Runtime } from './types.ts';
 
@@ -74,7 +74,7 @@ async function runAgent(run: AgentRun, request: RunRequest): Promise<RunOutcome>
   let over = false;
   const ctx: DevContext = {
     call: (target, input, options) =>
-      over ? Promise.reject(new Error('ctx.call after the run ended (timeout): not sent')) : request.delegate(target, input, options),
+      over ? Promise.reject(new Error('ctx.call after the run ended: not sent')) : request.delegate(target, input, options),
     units: report.units,
     quote: report.quote,
     error: agentError,
@@ -95,7 +95,7 @@ async function runAgent(run: AgentRun, request: RunRequest): Promise<RunOutcome>
 }
 
 /** Awaits the agent and turns what it returned or threw into an outcome. */
-async function settle(run: AgentRun, input: unknown, ctx: DevContext, totals: () => { units: number | null; quote: string | null }): Promise<RunOutcome> {
+async function settle(run: AgentRun, input: unknown, ctx: DevContext, totals: () => ReportTotals): Promise<RunOutcome> {
   try {
     const output = jsonCopy(await run(jsonCopy(input), ctx));
     if (output === undefined) return failure('agent_error', 'agent.mjs returned a value that is not JSON (undefined, a function, a BigInt or a cycle)');
