@@ -202,6 +202,47 @@ test('§9 one id first used at two doors at once (no account in common): one app
   }
 });
 
+test('§6.12 10 parallel replays of one raise apply once: the cap does not walk upward', async () => {
+  const account = await binding.funded(10_000);
+  const holdId = unique('eng');
+  await binding.http.post('/internal/ledger/hold').send({ holdId, account, amount: 400, expiresAt: inOneHour() }).expect(200);
+  const responses = await parallel(10, () => binding.http.post('/internal/ledger/resize').send({ holdId, amount: 900 }));
+  assert.deepEqual(tally(responses), { '200 applied:true': 1, '200 applied:false': 9 });
+  assert.deepEqual(responses.map((r) => r.body.delta as number).sort((a, b) => b - a), [500, ...Array(9).fill(0)]);
+  assert.equal((await binding.http.get(`/internal/ledger/reservation/${holdId}`)).body.amount, 900);
+  assert.deepEqual(await balanceOf(account), { account, balance: 10_000, available: 9_100, reserved: 900, pending: 0 });
+});
+
+test('invariant 12: one holdId opened, and one draw id used, on two accounts at once: one applies, the other is terms_conflict', async () => {
+  for (let round = 0; round < 3; round++) {
+    const first = await binding.funded(1_000, 'first');
+    const second = await binding.funded(1_000, 'second');
+    const owner = await binding.account('owner');
+    const holdId = unique('eng');
+    const opens = await Promise.all(
+      [first, second].map((account) => binding.http.post('/internal/ledger/hold').send({ holdId, account, amount: 300, expiresAt: inOneHour() })),
+    );
+    assert.deepEqual(tally(opens), { '200 applied:true': 1, '422 terms_conflict': 1 });
+    const holder = opens.find((r) => r.status === 200)!.body.reservation.account;
+    assert.equal((await balanceOf(first)).reserved + (await balanceOf(second)).reserved, 300);
+
+    const holdA = unique('eng');
+    const holdB = unique('eng');
+    await binding.http.post('/internal/ledger/hold').send({ holdId: holdA, account: first, amount: 100, expiresAt: inOneHour() }).expect(200);
+    await binding.http.post('/internal/ledger/hold').send({ holdId: holdB, account: second, amount: 100, expiresAt: inOneHour() }).expect(200);
+    const txnId = unique('win');
+    const draws = await Promise.all([
+      binding.http.post('/internal/ledger/draw').send({ holdId: holdA, txnId, caller: first, owner, lines: [{ meter: 'm', amount: 40 }] }),
+      binding.http.post('/internal/ledger/draw').send({ holdId: holdB, txnId, caller: second, owner, lines: [{ meter: 'm', amount: 40 }] }),
+    ]);
+    assert.deepEqual(tally(draws), { '200 applied:true': 1, '422 terms_conflict': 1 });
+    const drawn = (await binding.http.get(`/internal/ledger/reservation/${holdA}`)).body.drawn + (await binding.http.get(`/internal/ledger/reservation/${holdB}`)).body.drawn;
+    assert.equal(drawn, 40);
+    assert.equal((await balanceOf(owner)).balance, 40);
+    assert.ok([first, second].includes(holder));
+  }
+});
+
 test('parallel settlements in opposite directions between two accounts neither deadlock nor lose a posting', async () => {
   const a = await binding.funded(100_000, 'a');
   const b = await binding.funded(100_000, 'b');
