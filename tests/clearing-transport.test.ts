@@ -299,6 +299,7 @@ test('§7 invalid requests answer 422 invalid_request naming the field', async (
     [binding.http.post('/internal/ledger/purchase').send({ txnId: '', account, amount: 5 }), 'invalid request: body.txnId must NOT have fewer than 1 characters'],
     [binding.http.post('/internal/ledger/purchase').set('content-type', 'application/json').send('{"txnId": '), 'invalid request: the body is not valid JSON'],
     [binding.http.post('/internal/ledger/purchase').send([{ txnId, account, amount: 5 }]), 'invalid request: the body must be a JSON object'],
+    [binding.http.post('/internal/ledger/purchase').send({ txnId, account, amount: 5, ref: 'x'.repeat(1_100_000) }), 'invalid request: the body is larger than 1mb'],
     [binding.http.post('/internal/ledger/charge').send({ txnId, caller: account, owner: account, rate: -1, retail: 5 }), 'invalid request: body.rate must be >= 1'],
     [
       binding.http.post('/internal/ledger/draw').send({ holdId: 'h', txnId, caller: account, owner: account, lines: [{ meter: 'm', amount: -1 }] }),

@@ -124,11 +124,13 @@ export function mountOperations(app: Koa, options: MountOptions): void {
     });
   }
 
+  const bodyLimit = options.bodyLimit ?? '1mb';
   app.use(
     bodyParser({
       enableTypes: ['json'],
-      jsonLimit: options.bodyLimit ?? '1mb',
-      onError: () => {
+      jsonLimit: bodyLimit,
+      onError: (error) => {
+        if ((error as { status?: number }).status === 413) throw invalidRequest(`invalid request: the body is larger than ${bodyLimit}`);
         throw invalidRequest('invalid request: the body is not valid JSON');
       },
     }),
