@@ -3,6 +3,7 @@
  * SIGTERM; client commands talk to a running gateway through the generated `/v0` client and
  * print JSON.
  */
+import { readFile } from 'node:fs/promises';
 import { Command } from 'commander';
 import { createClient } from '../generated/gateway/client/client/index.ts';
 import * as gatewayApi from '../generated/gateway/client/sdk.gen.ts';
@@ -41,6 +42,30 @@ function parseInput(text: string): unknown {
   }
 }
 
+/** Sets `input[field]` to the text of each `field=path` file. Exits 2 when a file cannot be read or the input is not an object. */
+async function withFiles(input: unknown, files: string[]): Promise<unknown> {
+  if (files.length === 0) return input;
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    process.stderr.write('--file needs --input to be a JSON object\n');
+    process.exit(2);
+  }
+  const result = { ...(input as Record<string, unknown>) };
+  for (const spec of files) {
+    const at = spec.indexOf('=');
+    if (at < 1) {
+      process.stderr.write(`--file ${spec}: write it as field=path\n`);
+      process.exit(2);
+    }
+    try {
+      result[spec.slice(0, at)] = await readFile(spec.slice(at + 1), 'utf8');
+    } catch (error) {
+      process.stderr.write(`--file ${spec}: ${(error as Error).message}\n`);
+      process.exit(2);
+    }
+  }
+  return result;
+}
+
 const program = new Command('holon').description('Holon: the gateway for calls between AI agents, and its clearing seam');
 const gatewayOption = ['--gateway <url>', 'the gateway', process.env.HOLON_GATEWAY_URL ?? 'http://127.0.0.1:4000'] as const;
 
@@ -52,7 +77,7 @@ program
   .option('--clearing-url <url>', 'use this clearing binding instead of the reference one')
   .action(async (opts: { port: string; db: string; clearingUrl?: string }) => {
     const running = await startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl });
-    process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url})\n`);
+    process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''})\n`);
     closeOnSignal(running.close);
   });
 
@@ -61,10 +86,11 @@ program
   .description('call an agent (ns/name[@range]) or a capability through the gateway')
   .option('--capability <class>', 'call the best implementer of a capability instead of a named agent')
   .option('--mandate <id>', 'the mandate to call under', 'dev/sandbox')
-  .requiredOption('--input <json>', 'the input, as JSON')
+  .option('--input <json>', 'the input, as JSON', '{}')
+  .option('--file <field=path...>', "put a text file's content into a field of the input, e.g. --file csv=people.csv")
   .option('--max-cost <amount>', "a ceiling in the mandate's currency, e.g. 0.20")
   .option(...gatewayOption)
-  .action(async (agent: string | undefined, opts: { capability?: string; mandate: string; input: string; maxCost?: string; gateway: string }) => {
+  .action(async (agent: string | undefined, opts: { capability?: string; mandate: string; input: string; file?: string[]; maxCost?: string; gateway: string }) => {
     if ((agent === undefined) === (opts.capability === undefined)) {
       process.stderr.write('name exactly one of an agent and --capability\n');
       process.exit(2);
@@ -72,7 +98,7 @@ program
     const client = createClient({ baseUrl: opts.gateway });
     const body = {
       mandate: opts.mandate,
-      input: parseInput(opts.input),
+      input: await withFiles(parseInput(opts.input), opts.file ?? []),
       ...(agent === undefined ? { capability: opts.capability } : { agent }),
       ...(opts.maxCost === undefined ? {} : { max_cost: opts.maxCost }),
     };

@@ -1,7 +1,7 @@
 /**
  * `holon serve`: the dev gateway (gateway §5, §6 "Dev runtime") in one process with the
  * embedded database and, unless `clearing_url` names another binding, the reference clearing
- * binding. It loads the shipped agents (`examples/`, `agents/`), closes calls a previous process
+ * binding; `agents/host.mjs` runs beside it as a child process. It loads the shipped agents (`examples/`, `agents/`), closes calls a previous process
  * left in flight (gateway §7 "Restarts"), posts pending settlements, and makes sure the dev
  * account `dev` and the mandates of `examples/mandates/` exist, so a first call needs no set-up.
  */
@@ -20,6 +20,7 @@ import { createGatewayApp } from './app.ts';
 import { Gateway } from './lifecycle.ts';
 import { closeReservation, storeMandate } from './mandates.ts';
 import { Outbox } from './outbox.ts';
+import { startAgentsHost } from './agents-host.ts';
 import { Registry } from './registry.ts';
 import { runningReceipts, saveReceipt } from './receipts.ts';
 
@@ -43,12 +44,16 @@ export interface GatewayServerOptions {
   exclude?: readonly string[];
   /** Directory of example mandates (default `examples/mandates`). */
   mandate_dir?: string;
+  /** Start `agents/host.mjs` on this port (default 4300, where the shipped manifests point); null: do not start it. */
+  agents_host_port?: number | null;
   logger?: Logger;
 }
 
 /** A running gateway. */
 export interface RunningGateway {
   url: string;
+  /** The `/mcp` URL of `agents/host.mjs`, when it was started. */
+  agents_url: string | null;
   clearing_url: string;
   server: Server;
   gateway: Gateway;
@@ -100,6 +105,8 @@ async function closeInterrupted(database: Database, outbox: Outbox): Promise<num
 /** Starts the dev gateway; resolves once it listens. */
 export async function startGateway(options: GatewayServerOptions): Promise<RunningGateway> {
   const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
+  const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
+  const hostPort = options.agents_host_port === undefined ? 4300 : options.agents_host_port;
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
     binding = await startClearingServer({ target: targetFromEnv(path.join(options.db, 'clearing')), port: 0, logger });
@@ -108,7 +115,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
   const database = await openDatabase(targetFromEnv(path.join(options.db, 'gateway')));
   const db = database.knex;
 
-  await Registry.loadShipped(db, options.agent_dirs ?? ['examples', 'agents'], options.exclude ?? excludedAgents());
+  await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents());
   const registry = await Registry.fromDatabase(db);
   await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
@@ -124,6 +131,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
     await clearing.credit('demo-credit:dev', DEV_ACCOUNT, DEV_CREDIT_MICROS, 'dev gateway demo credit', true);
   }
   outbox.start();
+  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
 
   const app = createGatewayApp({
     db,
@@ -146,6 +154,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    agents_url: host?.url ?? null,
     clearing_url: clearing.url,
     server,
     gateway,
@@ -157,6 +166,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
       await outbox.stop();
       await database.close();
       await binding?.close();
+      await host?.close();
     },
   };
 }
