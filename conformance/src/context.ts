@@ -147,8 +147,9 @@ export class CheckContext {
 
   /**
    * Makes sure the payer has at least `need` available, funding the difference through credit or
-   * adjust under a run-unique id. With neither offered it relies on prefunded units and throws
-   * Inconclusive when they do not cover `need`. Answers the payer's figures afterwards.
+   * adjust under a run-unique id. With neither offered it relies on the prefunded units: those the
+   * run already paid to the payee are settled back (payee to payer, no margin), and when they do
+   * not cover `need` it throws Inconclusive. Answers the payer's figures afterwards.
    */
   async ensureAvailable(need: number): Promise<Figures> {
     const before = await this.figures(this.payer);
@@ -160,8 +161,12 @@ export class CheckContext {
     } else if (this.funding === 'adjust') {
       reply = await this.wire.adjust({ txnId: this.id('fund'), account: this.payer, delta: short, reason: 'holon-conformance funding' });
     } else {
-      throw new Inconclusive(`the payer ${this.payer} has ${before.available} available and this check needs ${need}; `
-        + `the binding offers neither credit nor adjust, so the kit relies on prefunded units (config prefunded: ${this.config.fixtures.prefunded})`);
+      const payee = await this.figures(this.payee);
+      if (payee.available < short) {
+        throw new Inconclusive(`the payer ${this.payer} has ${before.available} available and this check needs ${need}; the binding offers `
+          + `neither credit nor adjust, and the prefunded units (config prefunded: ${this.config.fixtures.prefunded}) are used up`);
+      }
+      reply = await this.wire.settle({ txnId: this.id('recycle'), caller: this.payee, owner: this.payer, rate: short, retail: short, memo: 'holon-conformance: prefunded units back to the payer' });
     }
     if (reply.status !== 200 || (reply.body as Json | undefined)?.applied !== true) {
       throw new Inconclusive(`funding the payer through ${this.funding} failed (${gotOf(reply)}), so the check could not set up its case`);

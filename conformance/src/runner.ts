@@ -102,6 +102,7 @@ export async function runConformance(input: unknown, options: RunOptions = {}): 
   const notes = [fundingNote(state)];
   if (declared === null) notes.push(`the capability document is unusable (${first.status}); checks that plan by it are skipped`);
   const startFigures = state.funding === 'prefunded' ? await payerBalance(state) : null;
+  if (startFigures !== null) notes.push(`at start ${config.fixtures.accounts.payer} holds a balance of ${startFigures.payer}`);
   options.onProgress?.({ kind: 'start', url: config.url, run_prefix: state.prefix, notes });
 
   const results: CheckResult[] = [];
@@ -195,7 +196,8 @@ function fundingNote(state: RunState): string {
   switch (state.funding) {
     case 'credit': return `funding: the kit credits ${payer} itself through credit, under run-unique transaction ids`;
     case 'adjust': return `funding: the kit funds ${payer} itself through adjust, under run-unique transaction ids`;
-    case 'prefunded': return `funding: the binding offers neither credit nor adjust; the kit relies on the ${state.config.fixtures.prefunded} units prefunded in ${payer}`;
+    case 'prefunded': return `funding: the binding offers neither credit nor adjust; the kit relies on the ${state.config.fixtures.prefunded} units prefunded in ${payer}, `
+      + `settling back from ${state.config.fixtures.accounts.payee} what the run paid there when a check needs it`;
   }
 }
 
