@@ -118,6 +118,23 @@ function cpuShare(start: CpuSample, last: CpuSample, elapsed_s: number): CpuShar
   return { binding, postgres, bench, other: Math.max(0, machine - binding - postgres - bench) };
 }
 
+/**
+ * Waits until the whole machine uses less than `maxBusy_cores` over a 1 s sample (so a cell
+ * does not start in the middle of somebody else's build), for at most `timeout_s`. Returns the
+ * last sample's figure, or null when /proc/stat cannot be read.
+ */
+export async function waitForQuiet(maxBusy_cores: number, timeout_s: number): Promise<number | null> {
+  const deadline_ms = performance.now() + timeout_s * 1000;
+  for (;;) {
+    const before = machineBusySeconds();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const after = machineBusySeconds();
+    if (before === null || after === null) return null;
+    const busy = after - before;
+    if (busy < maxBusy_cores || performance.now() >= deadline_ms) return busy;
+  }
+}
+
 /** CPU seconds the whole machine has been busy (all CPUs, everything but idle and iowait, from /proc/stat), or null. */
 function machineBusySeconds(): number | null {
   try {

@@ -13,7 +13,10 @@
  * (`1,4,16`), `BENCH_PATHS` which paths to run (`http,knex,direct`), `BENCH_KNEX_POOL` the
  * knex pool of the `knex` path (10, the binding's default), `BENCH_CPU_PROF_DIR` a directory
  * to write a CPU profile of the binding into, `BENCH_OUT` a path to write the results as JSON
- * as well. Everything it creates carries a run-unique prefix, so it can share a database with
+ * as well. The machine may be shared: before each cell the run waits (up to 60 s) for the
+ * machine to be quieter than `BENCH_MAX_OTHER_CORES` (0.25), and a cell during which other
+ * processes used more than that is run again, up to `BENCH_ATTEMPTS` (3) times in all; the
+ * least disturbed attempt is kept, and its "CPU other" column says how disturbed it was. Everything it creates carries a run-unique prefix, so it can share a database with
  * other work; it removes nothing (the journal is append-only).
  */
 import { randomBytes } from 'node:crypto';
@@ -26,11 +29,13 @@ import { settle } from '../../src/clearing/settlements.ts';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { expectOk, JsonClient, startBinding, type ChildBinding } from './binding.ts';
 import { DirectLedger } from './direct.ts';
-import { runCell, type CellResult, type CpuSubjects, type Operation } from './measure.ts';
+import { runCell, waitForQuiet, type CellResult, type CpuSubjects, type Operation } from './measure.ts';
 
 /** What the payer pays and the payee earns per benchmark settlement, in micro-units. */
 const RETAIL_MICROS = 1_200;
 const RATE_MICROS = 1_000;
+/** Longest wait for a quiet machine before a cell. */
+const QUIET_WAIT_MAX_S = 60;
 /** Each payer's funding, in micro-units (settling never refuses for funds, but realistic balances stay positive). */
 const FUNDING_MICROS = 1_000_000_000_000;
 
@@ -160,6 +165,8 @@ async function main(): Promise<void> {
   const seconds = numberFromEnv('BENCH_SECONDS', 10);
   const warmup_s = numberFromEnv('BENCH_WARMUP_SECONDS', 1);
   const knexPool = numberFromEnv('BENCH_KNEX_POOL', 10);
+  const maxOther_cores = numberFromEnv('BENCH_MAX_OTHER_CORES', 0.25);
+  const attempts = Math.max(1, Math.floor(numberFromEnv('BENCH_ATTEMPTS', 3)));
   const clientCounts = (process.env.BENCH_CLIENTS || '1,4,16').split(',').map(Number);
   if (!clientCounts.every((c) => Number.isSafeInteger(c) && c > 0)) throw new Error(`BENCH_CLIENTS=${process.env.BENCH_CLIENTS} is not a list of positive integers`);
   const paths = (process.env.BENCH_PATHS || PATHS.join(',')).split(',') as Path[];
@@ -195,6 +202,8 @@ async function main(): Promise<void> {
       seconds_per_cell: seconds,
       warmup_s,
       knex_pool: knexPool,
+      max_other_cores: maxOther_cores,
+      attempts,
     };
     console.log(`# clearing benchmark ${fixture.prefix}: ${JSON.stringify(machine)}`);
 
@@ -210,18 +219,28 @@ async function main(): Promise<void> {
       return async (client) => void (await direct.admission(fixture.agents[client]));
     };
     const rows: Row[] = [];
-    const cell = async (operation: Row['operation'], p: Path, payer: Row['payer'], clients: number, op: Operation) => {
-      const result = await runCell(clients, seconds, warmup_s, op, subjects);
-      const row: Row = { operation, path: p, payer, ...result };
-      rows.push(row);
-      console.log(`${operation} ${p} clients=${clients} payer=${payer}: ${row.ops_per_s.toFixed(0)}/s p50 ${row.p50_ms.toFixed(2)} ms p99 ${row.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(row.cpu)}`);
+    /** Runs one cell, again while other processes disturbed it (up to `attempts`); keeps the least disturbed run. */
+    const cell = async (operation: Row['operation'], p: Path, payer: Row['payer'], clients: number, op: (attempt: number) => Operation) => {
+      let best: CellResult | null = null;
+      for (let attempt = 1; attempt <= attempts; attempt++) {
+        await waitForQuiet(maxOther_cores, QUIET_WAIT_MAX_S);
+        const result = await runCell(clients, seconds, warmup_s, op(attempt), subjects);
+        const other = result.cpu?.other ?? 0;
+        console.log(
+          `${operation} ${p} clients=${clients} payer=${payer} attempt ${attempt}: ${result.ops_per_s.toFixed(0)}/s ` +
+            `p50 ${result.p50_ms.toFixed(2)} ms p99 ${result.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(result.cpu)}`,
+        );
+        if (best === null || other < (best.cpu?.other ?? 0)) best = result;
+        if (other <= maxOther_cores) break;
+      }
+      rows.push({ operation, path: p, payer, ...best! });
     };
     for (const clients of clientCounts) {
-      for (const p of paths) await cell('settle', p, 'own', clients, settleOn(p, 'own', `${p}-${clients}`));
+      for (const p of paths) await cell('settle', p, 'own', clients, (attempt) => settleOn(p, 'own', `${p}-${clients}-a${attempt}`));
     }
-    for (const p of paths) await cell('settle', p, 'shared', most, settleOn(p, 'shared', `${p}-shared-${most}`));
+    for (const p of paths) await cell('settle', p, 'shared', most, (attempt) => settleOn(p, 'shared', `${p}-shared-${most}-a${attempt}`));
     for (const clients of clientCounts) {
-      for (const p of paths) await cell('admission', p, '-', clients, admissionOn(p));
+      for (const p of paths) await cell('admission', p, '-', clients, () => admissionOn(p));
     }
 
     console.log(`\n${report(rows)}`);
