@@ -7,7 +7,7 @@ import type { DrawLineRequest } from '../../generated/clearing/client/types.gen.
 import type { ConformanceConfig } from './config.ts';
 import type { OperationName } from './contract.ts';
 import type { Declared } from './declared.ts';
-import { answered, applied, ensure, fail, gotOf, Inconclusive, isInt, NotApplicable, type Json } from './expect.ts';
+import { answered, applied, asObject, ensure, fail, gotOf, Inconclusive, isInt, NotApplicable, type Json } from './expect.ts';
 import type { Exchange, ExchangeLog } from './http.ts';
 import { Wire, type Reply } from './wire.ts';
 
@@ -207,6 +207,21 @@ export class CheckContext {
   async settlement(txnId: string): Promise<{ body: Json; reply: Reply }> {
     const reply = await this.wire.readSettlement(txnId);
     return { body: answered(reply, `read-settlement ${txnId}`), reply };
+  }
+
+  /** An account's totals from read-summary; fails unless they are an object (§6.3). */
+  async totals(account: string): Promise<{ totals: Json; reply: Reply }> {
+    const reply = await this.wire.readSummary(account);
+    const totals = asObject(answered(reply, `read-summary ${account}`).totals);
+    if (totals === null) fail(`read-summary ${account} carries no totals`, '`totals`, an object (§6.3)', gotOf(reply), reply);
+    return { totals, reply };
+  }
+
+  /** Fails unless the binding has no record of `txnId`: the refusal `refusal` applied nothing (§6.4, §7.4). */
+  async ensureUnknown(txnId: string, what: string, refusal: Reply): Promise<void> {
+    const { body, reply } = await this.settlement(txnId);
+    ensure(body.state === 'unknown', `${what} was refused, yet ${txnId} is on record`,
+      'state "unknown": a refusal applies nothing', gotOf(reply), refusal, reply);
   }
 
   /**

@@ -31,6 +31,9 @@ export const BALANCE_BEARING_READS: readonly OperationName[] = [
   'read-balance', 'read-summary', 'read-settlement', 'list-reservations', 'read-reservation',
 ];
 
+/** What a reverse proxy adds to a request that came from outside; the §3 gate refuses it. */
+export const FORWARDED: Readonly<Record<string, string>> = { 'x-forwarded-for': '203.0.113.7' };
+
 /** The §7.2 vocabulary: each code and the HTTP status it travels with. */
 export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   not_permitted: 403,

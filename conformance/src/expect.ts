@@ -4,6 +4,7 @@
  */
 import type { Failure } from './check.ts';
 import { isKnownCode, type ErrorCode } from './contract.ts';
+import type { Figures } from './context.ts';
 import type { Exchange } from './http.ts';
 import type { Reply } from './wire.ts';
 
@@ -157,21 +158,13 @@ export function ensureEqual(actual: unknown, expected: unknown, what: string, ..
   ensure(jsonEqual(actual, expected), what, JSON.stringify(expected), JSON.stringify(actual), ...evidence);
 }
 
-/** Balance figures as read (see Figures in context.ts); only the numbers and the reply matter here. */
-export interface FigureSnapshot {
-  readonly balance: number;
-  readonly available: number;
-  readonly reserved: number;
-  readonly reply: Reply;
-}
-
 /**
  * Throws CheckFailed unless `field` moved by exactly `expected` between two reads of the same
  * account. The kit checks deltas, never absolute balances.
  */
 export function ensureMoved(
   what: string, field: 'balance' | 'available' | 'reserved',
-  before: FigureSnapshot, after: FigureSnapshot, expected: number, ...evidence: Evidence[]
+  before: Figures, after: Figures, expected: number, ...evidence: Evidence[]
 ): void {
   const moved = after[field] - before[field];
   ensure(moved === expected, `${what}: ${field} moved by ${moved}`,

@@ -29,6 +29,7 @@ export interface Exchange {
 /** Every exchange of one run, in order; run-wide checks read it (e.g. "every error response"). */
 export class ExchangeLog {
   readonly #all: Exchange[] = [];
+  #issued = 0;
 
   /** Appends one exchange and returns it. */
   add(exchange: Exchange): Exchange {
@@ -36,9 +37,10 @@ export class ExchangeLog {
     return exchange;
   }
 
-  /** Number the next exchange will carry. */
+  /** A fresh sequence number for a request about to be sent (unique even when requests race). */
   nextSeq(): number {
-    return this.#all.length + 1;
+    this.#issued += 1;
+    return this.#issued;
   }
 
   /** All exchanges so far, oldest first. */

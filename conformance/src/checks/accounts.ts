@@ -2,21 +2,12 @@
  * §6.1 resolve-account, §6.2 read-balance, §6.3 read-summary: the reads every caller starts from.
  */
 import { checksOf } from '../check.ts';
-import type { CheckContext } from '../context.ts';
-import { answered, asObject, ensure, fail, gotOf, isInt, NotApplicable, type Json } from '../expect.ts';
+import { answered, asObject, ensure, gotOf, isInt, NotApplicable } from '../expect.ts';
 import { figureProblems, reservationProblems } from '../shapes.ts';
 import type { Reply } from '../wire.ts';
 
 /** Median answer time, in milliseconds, under which resolve-account counts as cheap (§6.1). */
 const CHEAP_RESOLVE_MS = 250;
-
-/** Reads an account's summary and answers its totals (which must be an object, §6.3). */
-async function totalsOf(ctx: CheckContext, account: string): Promise<{ totals: Json; reply: Reply }> {
-  const reply = await ctx.wire.readSummary(account);
-  const totals = asObject(answered(reply, `read-summary ${account}`).totals);
-  if (totals === null) fail(`read-summary ${account} carries no totals object`, '`totals`, an object (§6.3)', gotOf(reply), reply);
-  return { totals, reply };
-}
 
 /** The accounts checks, in run order. */
 export const accountChecks = checksOf('accounts', [
@@ -129,11 +120,11 @@ export const accountChecks = checksOf('accounts', [
     title: 'totals answer honestly: a settlement moves a figure of the payer and of the payee',
     needs: ['read-summary'],
     async run(ctx) {
-      const payerBefore = await totalsOf(ctx, ctx.payer);
-      const payeeBefore = await totalsOf(ctx, ctx.payee);
+      const payerBefore = await ctx.totals(ctx.payer);
+      const payeeBefore = await ctx.totals(ctx.payee);
       await ctx.settle(ctx.amount(3), ctx.amount(2));
       for (const [account, before] of [[ctx.payer, payerBefore], [ctx.payee, payeeBefore]] as const) {
-        const after = await totalsOf(ctx, account);
+        const after = await ctx.totals(account);
         const moved = Object.keys({ ...before.totals, ...after.totals }).some((k) => before.totals[k] !== after.totals[k]);
         ensure(moved, `no totals figure of ${account} moved on a settlement`, 'a figure such as spent or earned to move (§6.3: SHOULD answer honestly)',
           `${JSON.stringify(before.totals)} before and after`, before.reply, after.reply);

@@ -32,6 +32,7 @@ export const concurrencyChecks = checksOf('concurrency', [
         holdId, txnId: ctx.id('draw'), caller: ctx.payer, owner: ctx.payee, lines: [{ meter: 'calls', amount: ctx.amount(3) }],
       })));
       const billed = appliedBodies(replies).map((b) => (isInt(b.billed) ? b.billed : Number.NaN));
+      if (billed.length === 0) throw new Inconclusive('no parallel draw was accepted, so the race proved nothing');
       const total = billed.reduce((a, b) => a + b, 0);
       ensure(total <= cap, `parallel draws billed ${total} against a cap of ${cap}`, `at most ${cap} in total (invariant 4)`,
         `billed ${billed.join(' + ')}`, ...replies);

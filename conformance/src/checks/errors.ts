@@ -5,7 +5,7 @@
 import type { SettleRequest } from '../../../generated/clearing/client/types.gen.ts';
 import { checksOf } from '../check.ts';
 import type { CheckContext } from '../context.ts';
-import { ERROR_STATUS, isKnownCode, OPERATIONS } from '../contract.ts';
+import { ERROR_STATUS, FORWARDED, isKnownCode, OPERATIONS } from '../contract.ts';
 import { asObject, ensure, gotOf, NotApplicable } from '../expect.ts';
 import type { Exchange } from '../http.ts';
 import { errorBodyProblems } from '../shapes.ts';
@@ -28,7 +28,7 @@ async function provokeErrors(ctx: CheckContext): Promise<void> {
     const f = await ctx.figures(ctx.payer);
     await ctx.wire.openHold({ holdId: ctx.id('hold'), account: ctx.payer, amount: Math.max(f.available, 0) + ctx.amount(1), expiresAt: ctx.expiresAt(60_000) });
   }
-  if (ctx.config.access === 'loopback') await ctx.wire.readBalance(ctx.payer, { 'x-forwarded-for': '203.0.113.7' });
+  if (ctx.config.access === 'loopback') await ctx.wire.readBalance(ctx.payer, FORWARDED);
 }
 
 /** Problems of one error answer's code: a §7.2 code must travel with its §7.2 status. */

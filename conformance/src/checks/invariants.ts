@@ -3,12 +3,10 @@
  * conservation, append-only history, totals net of corrections, integer amounts.
  */
 import { checksOf } from '../check.ts';
-import type { CheckContext } from '../context.ts';
 import { AMOUNT_FIELDS } from '../contract.ts';
-import { answered, applied, asObject, ensure, ensureEqual, fail, gotOf, Inconclusive, isInt, jsonEqual, type Json } from '../expect.ts';
+import { answered, applied, asObject, ensure, ensureEqual, gotOf, Inconclusive, isInt, jsonEqual, type Json } from '../expect.ts';
 import type { Exchange } from '../http.ts';
 import { legSum } from '../shapes.ts';
-import type { Reply } from '../wire.ts';
 import { ensureEveryExchange, isSuccess } from './scan.ts';
 
 /** Reads that carry the §6.2 figures at the top level of their answer. */
@@ -49,14 +47,6 @@ function integerProblems(exchange: Exchange): string[] {
   };
   walk(exchange.json, '$');
   return problems;
-}
-
-/** An account's totals from read-summary (§6.3). */
-async function totals(ctx: CheckContext, account: string): Promise<{ totals: Json; reply: Reply }> {
-  const reply = await ctx.wire.readSummary(account);
-  const t = asObject(answered(reply, `read-summary ${account}`).totals);
-  if (t === null) fail(`read-summary ${account} carries no totals`, '`totals`, an object (§6.3)', gotOf(reply), reply);
-  return { totals: t, reply };
 }
 
 /** The record fields a correction must leave as they were (invariant 8). */
@@ -143,13 +133,13 @@ export const invariantChecks = checksOf('invariants', [
     needs: ['read-summary', 'reverse'],
     title: 'totals are net of corrections: every figure a settlement moved returns once it is reversed',
     async run(ctx) {
-      const before = { payer: await totals(ctx, ctx.payer), payee: await totals(ctx, ctx.payee) };
+      const before = { payer: await ctx.totals(ctx.payer), payee: await ctx.totals(ctx.payee) };
       const { txnId } = await ctx.settle(ctx.amount(5), ctx.amount(4));
-      const settled = { payer: await totals(ctx, ctx.payer), payee: await totals(ctx, ctx.payee) };
+      const settled = { payer: await ctx.totals(ctx.payer), payee: await ctx.totals(ctx.payee) };
       applied(await ctx.wire.reverse({ txnId: ctx.id('reverse'), reverses: txnId, reason: 'holon-conformance' }), `reverse ${txnId}`, true);
       let moved = 0;
       for (const who of ['payer', 'payee'] as const) {
-        const after = await totals(ctx, who === 'payer' ? ctx.payer : ctx.payee);
+        const after = await ctx.totals(who === 'payer' ? ctx.payer : ctx.payee);
         for (const key of Object.keys(settled[who].totals)) {
           if (jsonEqual(settled[who].totals[key], before[who].totals[key])) continue;
           moved += 1;

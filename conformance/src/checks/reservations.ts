@@ -76,8 +76,7 @@ async function expiredHold(ctx: CheckContext): Promise<{ holdId: string; cap: nu
 /** Fails unless a refused draw moved nothing and left no record (§6.13, §6.14, §6.15). */
 async function ensureDrawMovedNothing(ctx: CheckContext, before: Figures, txnId: string, refusal: Reply, what: string): Promise<void> {
   ensureMoved(what, 'balance', before, await ctx.figures(ctx.payer), 0, refusal);
-  const { body, reply } = await ctx.settlement(txnId);
-  ensure(body.state === 'unknown', `${what}: the refused draw is on record`, 'state "unknown"', gotOf(reply), refusal, reply);
+  await ctx.ensureUnknown(txnId, what, refusal);
 }
 
 /** Draws under a fresh id with the payer as caller and the payee as owner, answering id and reply. */

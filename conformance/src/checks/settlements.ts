@@ -16,13 +16,6 @@ async function both(ctx: CheckContext): Promise<{ payer: Figures; payee: Figures
   return { payer: await ctx.figures(ctx.payer), payee: await ctx.figures(ctx.payee) };
 }
 
-/** Fails unless `txnId` is unknown to the binding: a refused request recorded nothing (§6.4, §7.4). */
-async function ensureNotRecorded(ctx: CheckContext, txnId: string, what: string, refusal: Reply): Promise<void> {
-  const { body, reply } = await ctx.settlement(txnId);
-  ensure(body.state === 'unknown', `${what} was refused, yet ${txnId} is on record`,
-    'state "unknown": a refusal applies nothing', gotOf(reply), refusal, reply);
-}
-
 /** Fails unless `reversal` is refused with `code` and moved neither the payer nor the payee. */
 async function ensureReversalRefused(ctx: CheckContext, reverses: string, code: 'already_reversed' | 'not_reversible', what: string): Promise<void> {
   const before = await both(ctx);
@@ -32,7 +25,7 @@ async function ensureReversalRefused(ctx: CheckContext, reverses: string, code: 
   const after = await both(ctx);
   ensureMoved(`${what}, payer`, 'balance', before.payer, after.payer, 0, reply);
   ensureMoved(`${what}, payee`, 'balance', before.payee, after.payee, 0, reply);
-  await ensureNotRecorded(ctx, txnId, what, reply);
+  await ctx.ensureUnknown(txnId, what, reply);
 }
 
 /** Reverses `reverses`; fails unless applied. Answers the reversal's id and body (§6.9). */
@@ -121,7 +114,7 @@ export const settlementChecks = checksOf('settlements', [
         const txnId = ctx.id('invalid');
         const reply = await ctx.wire.settle(malformed<SettleRequest>({ txnId, ...fields }));
         refused(reply, `settle with ${what}`, INVALID);
-        await ensureNotRecorded(ctx, txnId, `settle with ${what}`, reply);
+        await ctx.ensureUnknown(txnId, `settle with ${what}`, reply);
       }
     },
   },
@@ -190,7 +183,7 @@ export const settlementChecks = checksOf('settlements', [
         const txnId = ctx.id('invalid');
         const reply = await ctx.wire.credit(malformed({ txnId, ...fields }));
         refused(reply, `credit with ${what}`, INVALID);
-        await ensureNotRecorded(ctx, txnId, `credit with ${what}`, reply);
+        await ctx.ensureUnknown(txnId, `credit with ${what}`, reply);
       }
     },
   },
@@ -232,7 +225,7 @@ export const settlementChecks = checksOf('settlements', [
         const txnId = ctx.id('invalid');
         const reply = await ctx.wire.adjust(malformed({ txnId, ...fields }));
         refused(reply, `adjust with ${what}`, INVALID);
-        await ensureNotRecorded(ctx, txnId, `adjust with ${what}`, reply);
+        await ctx.ensureUnknown(txnId, `adjust with ${what}`, reply);
       }
     },
   },
@@ -330,14 +323,14 @@ export const settlementChecks = checksOf('settlements', [
         const id = ctx.id('invalid');
         const reply = await ctx.wire.reverse(malformed({ txnId: id, reverses: txnId, ...fields }));
         refused(reply, `reverse with ${what}`, INVALID);
-        await ensureNotRecorded(ctx, id, `reverse with ${what}`, reply);
+        await ctx.ensureUnknown(id, `reverse with ${what}`, reply);
       }
       const { body, reply } = await ctx.settlement(txnId);
       ensureEqual(body.reversed_by, null, 'a refused reversal left the original reversed', reply);
       const id = ctx.id('invalid');
       const unknown = await ctx.wire.reverse({ txnId: id, reverses: ctx.id('never'), reason: 'holon-conformance' });
       refused(unknown, 'reversing a transaction that does not exist', { status: [404, 422], codes: ['no_such_object', 'invalid_request'], ownCodes: true });
-      await ensureNotRecorded(ctx, id, 'reversing a transaction that does not exist', unknown);
+      await ctx.ensureUnknown(id, 'reversing a transaction that does not exist', unknown);
     },
   },
   {

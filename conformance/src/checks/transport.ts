@@ -4,10 +4,8 @@
  */
 import { checksOf } from '../check.ts';
 import type { CheckContext } from '../context.ts';
+import { FORWARDED } from '../contract.ts';
 import { answered, ensure, gotOf, INVALID, NotApplicable, refused } from '../expect.ts';
-
-/** What a reverse proxy adds to a request that came from outside (§3). */
-const FORWARDED = { 'x-forwarded-for': '203.0.113.7' } as const;
 
 /** Characters that only survive a round trip when path parameters are percent-encoded and decoded (§3). */
 const AWKWARD = ' /:%?#é';
