@@ -90,18 +90,22 @@ export class CheckContext {
     return this.declared.operations.has(op);
   }
 
+  /** The run's validated config. */
   get config(): ConformanceConfig {
     return this.#run.config;
   }
 
+  /** The account the kit pays from and holds against (`fixtures.accounts.payer`). */
   get payer(): string {
     return this.#run.config.fixtures.accounts.payer;
   }
 
+  /** The earning account of every settlement and draw (`fixtures.accounts.payee`). */
   get payee(): string {
     return this.#run.config.fixtures.accounts.payee;
   }
 
+  /** How this run funds the payer. */
   get funding(): FundingMode {
     return this.#run.funding;
   }

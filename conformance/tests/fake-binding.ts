@@ -136,10 +136,12 @@ class FakeLedger {
     if (options.prefunded) this.#post('genesis', [{ account: MINT, delta: -options.prefunded, kind: 'mint' }, { account: FAKE_FIXTURES.accounts.payer, delta: options.prefunded, kind: 'prefund' }]);
   }
 
+  /** Whether `fault` is the one injected. */
   is(fault: Fault): boolean {
     return this.#fault === fault;
   }
 
+  /** The open period, a calendar month (`2026-03`), when periods are declared. */
   get period(): string {
     return new Date().toISOString().slice(0, 7);
   }
@@ -155,6 +157,7 @@ class FakeLedger {
     return this.#ops.has(op) && !(this.is('listed-op-not-served') && op === 'resize-hold');
   }
 
+  /** The capability document (§5). */
   capabilities(): Json {
     const doc: Json = {
       contract: '1',
@@ -198,10 +201,12 @@ class FakeLedger {
     return sum;
   }
 
+  /** What the account can still commit: balance less what live holds still commit (invariant 2). */
   available(account: string): number {
     return (this.#balances.get(account) ?? 0) - this.#reserved(account, false);
   }
 
+  /** The §6.2 figures of an account. */
   figures(account: string): Json {
     const balance = this.#balances.get(account) ?? 0;
     const out: Json = {
