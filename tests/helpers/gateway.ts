@@ -1,0 +1,285 @@
+/**
+ * A dev gateway for tests (gateway §5): `startGateway` on a fresh data directory with the test
+ * agents of `tests/fixtures/agents/` (one `agent.mjs`, `_shared/behave.mjs`, does what its input
+ * says) and `examples/`, no example mandates, nothing excluded. On PGlite by default; with
+ * `DATABASE_URL` set, the gateway and the reference binding both use that Postgres, shared by
+ * every test: mandates and payers are unique per call of {@link TestGateway.mandate}, and tests
+ * assert balance deltas, never absolute balances of shared accounts.
+ *
+ * Creating and migrating a PGlite directory takes seconds; a migrated, empty directory is
+ * therefore built once per migration set (`<tmpdir>/holon-test-pglite-<hash>`) and copied for
+ * each gateway, which opens in about one second.
+ *
+ * Money is integer micro-units; `micros('0.10')` and `money(100_000)` convert at the edges.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { access, cp, mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import supertest from 'supertest';
+import type TestAgent from 'supertest/lib/agent.js';
+import { startClearingServer, type RunningClearing } from '../../src/clearing/server.ts';
+import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
+import { openDatabase, targetFromEnv } from '../../src/db/index.ts';
+import { ClearingPort } from '../../src/gateway/clearing.ts';
+import { storeMandate } from '../../src/gateway/mandates.ts';
+import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
+import { DEV_ACCOUNT, startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The test agents (committed fixtures). */
+export const FIXTURE_AGENTS = path.join(ROOT, 'tests', 'fixtures', 'agents');
+
+/** The demo agents, loaded too so that a shared Postgres always lists the same catalogue. */
+export const EXAMPLE_AGENTS = path.join(ROOT, 'examples');
+
+/** Decimal string → micro-units. */
+export const micros = (text: string): Micros => parseMoney(text);
+
+/** Micro-units → decimal string, as receipts show it. */
+export const money = (amount_micros: Micros): string => formatMoney(amount_micros);
+
+/** A unique account handle (`p-1a2b3c4d`), valid as a mandate issuer. */
+export const uniqueHandle = (prefix = 'p'): string => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/** Whether the suite runs on a shared Postgres (`DATABASE_URL`). */
+export const onPostgres = (): boolean => Boolean(process.env.DATABASE_URL);
+
+/** The mandate a test calls under: its id and the account that pays. */
+export interface TestMandate {
+  id: string;
+  payer: string;
+}
+
+/** A running test gateway. */
+export interface TestGateway {
+  running: RunningGateway;
+  /** supertest on the gateway's server. */
+  http: TestAgent;
+  /** The clearing binding the gateway settles with (`running.clearing_url`). */
+  clearing: ClearingPort;
+  /** The data directory (PGlite `gateway/` and `clearing/`). */
+  dir: string;
+  /** A new clearing account credited with `amount_micros` (default 100.00); returns its handle. */
+  payer(amount_micros?: Micros): Promise<string>;
+  /** Credits an existing account (e.g. an author paying its own `included` calls). */
+  fund(account: string, amount_micros: Micros): Promise<void>;
+  /**
+   * A root mandate issued and paid by a new funded payer: allows everything, 10.00 EUR,
+   * `fields` override the document (merged at the top level).
+   */
+  mandate(fields?: Record<string, unknown>, fund_micros?: Micros): Promise<TestMandate>;
+  /** `POST /v0/calls`. */
+  call(body: Record<string, unknown>): Promise<supertest.Response>;
+  /** Posts every pending settlement intent now (`outbox.drain()`). */
+  settle(): Promise<void>;
+  /** An account's balance, micro-units (0 for an account the binding does not know). */
+  balance(account: string): Promise<Micros>;
+  /** Balances of several accounts, after posting pending settlements. */
+  balances(accounts: readonly string[]): Promise<Record<string, Micros>>;
+  /** What an account holds on open holds, micro-units. */
+  reserved(account: string): Promise<Micros>;
+  /** Every account of the binding, machinery (`platform:fees`, `external:*`) included. */
+  allAccounts(): Promise<string[]>;
+  /** A receipt (a tree) by id, through `GET /v0/receipts/{id}`. */
+  receipt(id: string): Promise<ReceiptTree>;
+  /** Stops the gateway; removes the data directory unless `keep`. */
+  close(options?: { keep?: boolean }): Promise<void>;
+}
+
+/** Options of {@link startTestGateway}. */
+export interface TestGatewayOptions {
+  /** Reuse this data directory (a restart); default: a fresh one. */
+  dir?: string;
+  /** Settle with this binding instead of the one `startGateway` runs in-process. */
+  clearing_url?: string;
+}
+
+/** A migrated, empty PGlite directory for the current migrations, built once and reused across test files. */
+async function templateDir(): Promise<string> {
+  const hash = createHash('sha256');
+  const migrations = path.join(ROOT, 'migrations');
+  for (const file of (await readdir(migrations)).sort()) hash.update(file).update(await readFile(path.join(migrations, file)));
+  hash.update(await readFile(path.join(ROOT, 'node_modules', '@electric-sql', 'pglite', 'package.json')));
+  const dir = path.join(tmpdir(), `holon-test-pglite-${hash.digest('hex').slice(0, 16)}`);
+  try {
+    await access(dir);
+    return dir;
+  } catch {
+    // Built below, under a private name, then renamed: a directory that exists is complete.
+  }
+  const building = `${dir}.build-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const database = await openDatabase({ dir: building });
+  await database.close();
+  try {
+    await rename(building, dir);
+  } catch {
+    await rm(building, { recursive: true, force: true });
+  }
+  return dir;
+}
+
+/** A fresh data directory: on PGlite, `gateway/` and `clearing/` copied from the migrated template. */
+export async function freshDataDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'holon-gateway-test-'));
+  if (!onPostgres()) {
+    const template = await templateDir();
+    await cp(template, path.join(dir, 'gateway'), { recursive: true });
+    await cp(template, path.join(dir, 'clearing'), { recursive: true });
+  }
+  return dir;
+}
+
+/** Starts a gateway for tests. */
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const dir = options.dir ?? (await freshDataDir());
+  const mandate_dir = path.join(dir, 'mandates');
+  await mkdir(mandate_dir, { recursive: true });
+  const running = await startGateway({
+    port: 0,
+    db: dir,
+    agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS],
+    mandate_dir,
+    exclude: [],
+    ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
+    logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
+  });
+  const clearing = new ClearingPort(running.clearing_url);
+  const http = supertest(running.server);
+  const payers: string[] = [];
+
+  const fund = async (account: string, amount_micros: Micros) => {
+    await clearing.credit(`fund:${account}:${randomUUID()}`, account, amount_micros, 'gateway test funding', true);
+  };
+  const payer = async (amount_micros: Micros = 100_000_000) => {
+    const handle = uniqueHandle();
+    await clearing.createAccount(handle);
+    payers.push(handle);
+    if (amount_micros > 0) await fund(handle, amount_micros);
+    return handle;
+  };
+  const balance = async (account: string) => {
+    try {
+      return (await clearing.readBalance(account)).balance;
+    } catch (error) {
+      if ((error as { status?: number }).status === 404) return 0;
+      throw error;
+    }
+  };
+
+  return {
+    running,
+    http,
+    clearing,
+    dir,
+    payer,
+    fund,
+    async mandate(fields = {}, fund_micros) {
+      const issuer = await payer(fund_micros);
+      const document = {
+        id: `${issuer}/tests`,
+        issuer,
+        grantee: `${issuer}/tester`,
+        allow: { agents: ['*'], capabilities: ['*'] },
+        budget: { total: '10.00', currency: 'EUR' },
+        ...fields,
+      };
+      await storeMandate(running.db.knex, document, { parent: null, payer: issuer });
+      return { id: document.id as string, payer: issuer };
+    },
+    call: (body) => http.post('/v0/calls').send(body),
+    settle: () => running.outbox.drain(),
+    balance,
+    async balances(accounts) {
+      await running.outbox.drain();
+      const out: Record<string, Micros> = {};
+      for (const account of accounts) out[account] = await balance(account);
+      return out;
+    },
+    async reserved(account) {
+      return (await clearing.readBalance(account)).reserved;
+    },
+    async allAccounts() {
+      if (running.db.engine === 'postgres') return (await running.db.knex('clearing_accounts').pluck('id')) as string[];
+      const listed = (await http.get('/v0/agents').expect(200)).body.agents as Array<{ id: string }>;
+      const authors = listed.map((agent) => agent.id.split('/')[0]);
+      return [...new Set([DEV_ACCOUNT, ...authors, ...payers, 'platform:fees', 'external:funding', 'external:adjustments'])];
+    },
+    async receipt(id) {
+      const response = await http.get(`/v0/receipts/${id}`).expect(200);
+      return response.body as ReceiptTree;
+    },
+    async close({ keep = false } = {}) {
+      await running.close();
+      if (!keep) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Every receipt of a tree, depth first, the root first. */
+export function flatten(tree: ReceiptTree): ReceiptTree[] {
+  return [tree, ...tree.calls.flatMap(flatten)];
+}
+
+/** The sum of a receipt's splits, micro-units. */
+export function splitsTotal(receipt: Receipt): Micros {
+  return receipt.splits.reduce((sum, split) => sum + micros(split.amount), 0);
+}
+
+/** The differences `after − before`, per account. */
+export function deltas(before: Record<string, Micros>, after: Record<string, Micros>): Record<string, Micros> {
+  return Object.fromEntries(Object.keys(after).map((account) => [account, after[account] - (before[account] ?? 0)]));
+}
+
+/**
+ * The reference binding behind a switch: a proxy the gateway settles through, which can be taken
+ * down (every connection is reset, as for a binding that cannot be reached) and brought back.
+ */
+export interface SwitchableBinding {
+  url: string;
+  down(): void;
+  up(): void;
+  close(): Promise<void>;
+}
+
+/** Starts the reference binding on `<dir>/clearing` and a switchable proxy in front of it. */
+export async function startSwitchableBinding(dir: string): Promise<SwitchableBinding> {
+  const binding: RunningClearing = await startClearingServer({ target: targetFromEnv(path.join(dir, 'clearing')), port: 0, logger: pino({ level: 'silent' }) });
+  let reachable = true;
+  const proxy: Server = createServer(async (req, res) => {
+    if (!reachable) {
+      req.socket.destroy();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const answer = await fetch(`${binding.url}${req.url}`, {
+      method: req.method,
+      headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
+      body: req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.concat(chunks),
+    });
+    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  });
+  proxy.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => proxy.once('listening', resolve).once('error', reject));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    down: () => {
+      reachable = false;
+    },
+    up: () => {
+      reachable = true;
+    },
+    async close() {
+      proxy.closeAllConnections();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+      await binding.close();
+    },
+  };
+}
