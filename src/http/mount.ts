@@ -10,18 +10,11 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import type { OperationRow } from '../codegen/server-stub.ts';
 import { HttpError, invalidRequest } from './errors.ts';
 
-/** The parts of a generated table that mounting needs (structurally typed, so any document's table fits). */
-export interface MountableOperation {
-  operationId: string;
-  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
-  path: string;
-  koaPath: string;
-  params: Record<string, unknown> | null;
-  query: Record<string, unknown> | null;
-  body: Record<string, unknown> | null;
-}
+/** One row of a generated operation table (any document's table fits). */
+export type MountableOperation = OperationRow;
 
 /** A handler as mounted: the validated request in, the 200 body out; refusals thrown as `HttpError`. */
 export type MountedHandler = (request: { params: any; query: any; body: any }, ctx: Koa.Context) => Promise<unknown>;
