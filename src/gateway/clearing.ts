@@ -32,7 +32,11 @@ async function settled<T>(what: string, call: Promise<Result<T>>): Promise<T> {
   } catch (error) {
     throw new ClearingUnreachable(`the clearing binding could not be reached for ${what}: ${(error as Error).message}`);
   }
-  const status = result.response?.status ?? 0;
+  // The generated client answers a network failure (no response at all) instead of throwing it.
+  if (result.response === undefined) {
+    throw new ClearingUnreachable(`the clearing binding could not be reached for ${what}: ${(result.error as Error | undefined)?.message ?? 'no response'}`);
+  }
+  const status = result.response.status;
   if (status >= 200 && status < 300 && result.data !== undefined) return result.data;
   const body = (result.error ?? {}) as { error?: string; code?: string };
   if (status >= 400 && status < 500) {

@@ -84,6 +84,12 @@ export async function listReceiptTrees(db: Knex, options: { mandate?: string; li
   return trees;
 }
 
+/** The receipts of the calls `id` made, in the order they were made. */
+export async function childrenOf(db: Knex | Knex.Transaction, id: string): Promise<Receipt[]> {
+  const rows = await db('gateway_receipts').where({ parent: id }).orderBy([{ column: 'created_at' }, { column: 'id' }]).select('document');
+  return rows.map(documentOf);
+}
+
 /** Receipts still `running` (an interrupted process's calls), with the hold each had opened. */
 export async function runningReceipts(db: Knex): Promise<Array<{ receipt: Receipt; hold_id: string | null }>> {
   const rows = await db('gateway_receipts').where({ status: 'running' }).select('document', 'hold_id');

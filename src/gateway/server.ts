@@ -10,7 +10,9 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import type { Knex } from 'knex';
 import pino, { type Logger } from 'pino';
+import { parseMoney, type Micros } from '../contracts/money.ts';
 import { openDatabase, targetFromEnv, type Database } from '../db/index.ts';
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
@@ -22,7 +24,7 @@ import { closeReservation, storeMandate } from './mandates.ts';
 import { Outbox } from './outbox.ts';
 import { startAgentsHost } from './agents-host.ts';
 import { Registry } from './registry.ts';
-import { runningReceipts, saveReceipt } from './receipts.ts';
+import { childrenOf, costView, runningReceipts, saveReceipt, type Receipt } from './receipts.ts';
 
 /** The dev account that pays for calls under the example mandates. */
 export const DEV_ACCOUNT = 'dev';
@@ -86,16 +88,33 @@ async function loadExampleMandates(database: Database, dir: string): Promise<voi
 }
 
 /**
+ * What the payer of an interrupted call paid for its finished downstream calls: the passthrough
+ * children's totals, and through a child interrupted too, what its own finished children cost.
+ */
+async function paidDownstream(db: Knex, receipt: Receipt): Promise<Micros> {
+  let total_micros = 0;
+  for (const child of await childrenOf(db, receipt.id)) {
+    if (child.payer !== receipt.payer) continue;
+    total_micros += child.status === 'running' ? await paidDownstream(db, child) : parseMoney(child.cost.total);
+  }
+  return total_micros;
+}
+
+/**
  * §7 "Restarts": calls in flight when the last process stopped are closed `failed` with
  * `gateway_restarted`, never billed; their budget reservations and holds are released. Finished
- * downstream calls keep their own receipts and stay paid.
+ * downstream calls keep their own receipts and stay paid: the interrupted call lists them as its
+ * children, shows them as its downstream cost, and they count against its mandate.
  */
 async function closeInterrupted(database: Database, outbox: Outbox): Promise<number> {
   const interrupted = await runningReceipts(database.knex);
   for (const { receipt, hold_id } of interrupted) {
+    const children = (await childrenOf(database.knex, receipt.id)).map((child) => child.id);
+    const downstream_micros = await paidDownstream(database.knex, receipt);
     await database.knex.transaction(async (trx) => {
-      await saveReceipt(trx, { ...receipt, status: 'failed', billed: false, error: { code: 'gateway_restarted', message: 'the gateway restarted while this call ran; nothing was billed' } }, receipt.mandate.split('.')[0]);
-      await closeReservation(trx, receipt.id, null);
+      const error = { code: 'gateway_restarted', message: 'the gateway restarted while this call ran; nothing was billed' };
+      await saveReceipt(trx, { ...receipt, status: 'failed', billed: false, cost: costView(0, downstream_micros), children, error }, receipt.mandate.split('.')[0]);
+      await closeReservation(trx, receipt.id, downstream_micros > 0 ? downstream_micros : null);
       if (hold_id) await outbox.write(trx, [{ operation: 'release-hold', receipt: receipt.id, body: { holdId: hold_id, reason: 'gateway restarted' } }]);
     });
   }

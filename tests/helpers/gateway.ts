@@ -75,7 +75,7 @@ export interface TestGateway {
    */
   mandate(fields?: Record<string, unknown>, fund_micros?: Micros): Promise<TestMandate>;
   /** `POST /v0/calls`. */
-  call(body: Record<string, unknown>): Promise<supertest.Response>;
+  call(body: Record<string, unknown>): supertest.Test;
   /** Posts every pending settlement intent now (`outbox.drain()`). */
   settle(): Promise<void>;
   /** An account's balance, micro-units (0 for an account the binding does not know). */
@@ -282,4 +282,15 @@ export async function startSwitchableBinding(dir: string): Promise<SwitchableBin
       await binding.close();
     },
   };
+}
+
+/** Polls `check` every 10 ms until it answers something other than null, undefined or false; fails after `timeout_ms`. */
+export async function waitFor<T>(check: () => Promise<T | null | undefined | false>, timeout_ms = 10_000): Promise<T> {
+  const deadline = Date.now() + timeout_ms;
+  for (;;) {
+    const value = await check();
+    if (value !== null && value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`waitFor: nothing after ${timeout_ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }

@@ -1,0 +1,167 @@
+/**
+ * What survives a failure: a gateway restarted on the data of one that stopped mid-call (gateway
+ * §7 "Restarts"), and settlement through the outbox when the binding cannot be reached or
+ * refuses (clearing-contract §13: written with the receipt, retried, abandoned on a refusal and
+ * listed by `GET /v0/settlements?status=abandoned`).
+ */
+import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
+import { after, before, describe, test } from 'node:test';
+import {
+  deltas,
+  freshDataDir,
+  startSwitchableBinding,
+  startTestGateway,
+  waitFor,
+  type SwitchableBinding,
+  type TestGateway,
+} from './helpers/gateway.ts';
+
+const NOTHING = { own: '0.00', downstream: '0.00', total: '0.00' };
+
+/** Sends a call that will not answer before the gateway stops; resolves (to nothing) once its connection is cut. */
+function callInFlight(gw: TestGateway, body: Record<string, unknown>): Promise<unknown> {
+  return fetch(`${gw.running.url}/v0/calls`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).catch(() => null);
+}
+
+/** The receipt row of `mandate` (or of its sub-mandates) with `status`, once there is one. */
+function receiptRow(gw: TestGateway, mandate: string, status: string, agent: string) {
+  return waitFor(async () => {
+    const rows = await gw.running.db.knex('gateway_receipts').where({ root_mandate: mandate, status }).select('id', 'document', 'hold_id');
+    return rows.find((row) => (typeof row.document === 'string' ? JSON.parse(row.document) : row.document).agent === agent);
+  });
+}
+
+describe('§7 restarts', () => {
+  test('a call left running with a hold is closed failed/gateway_restarted, never billed, its hold and reservation released', async () => {
+    const first = await startTestGateway();
+    const mandate = await first.mandate();
+    const before = await first.balances([mandate.payer]);
+    const inflight = callInFlight(first, { mandate: mandate.id, agent: 'gt/sleeper', input: { do: 'hang' } });
+    const row = await receiptRow(first, mandate.id, 'running', 'gt/sleeper@1.0.0');
+    assert.equal(row.hold_id, `hold:${row.id}`);
+    await waitFor(async () => (await first.reserved(mandate.payer)) === 100_000);
+    await first.close({ keep: true });
+    await inflight;
+
+    const second = await startTestGateway({ dir: first.dir });
+    try {
+      const receipt = await second.receipt(row.id);
+      assert.equal(receipt.status, 'failed');
+      assert.equal(receipt.error?.code, 'gateway_restarted');
+      assert.equal(receipt.billed, false);
+      assert.deepEqual(receipt.cost, NOTHING);
+      await second.settle();
+      assert.equal(await second.reserved(mandate.payer), 0);
+      assert.deepEqual(await second.balances([mandate.payer]), before);
+      const budget = (await second.http.get(`/v0/mandates/${mandate.id}`).expect(200)).body.budget;
+      assert.deepEqual(budget, { currency: 'EUR', total: '10.00', spent: '0.00', reserved: '0.00', remaining: '10.00' });
+      const release = (await second.http.get('/v0/settlements?status=posted').expect(200)).body.settlements.find((s: { receipt: string }) => s.receipt === row.id);
+      assert.equal(release.txn_id, `release:hold:${row.id}`);
+    } finally {
+      await second.close();
+    }
+  });
+
+  test('downstream calls that had finished stay paid and count against the mandate', async () => {
+    const first = await startTestGateway();
+    const mandate = await first.mandate();
+    const before = await first.balances([mandate.payer, 'gt']);
+    // gto/pass has its finished child gt/run paid, then hangs.
+    const inflight = callInFlight(first, { mandate: mandate.id, agent: 'gto/pass', input: { calls: [{ agent: 'gt/run' }], do: 'hang' } });
+    const child = await receiptRow(first, mandate.id, 'succeeded', 'gt/run@1.0.0');
+    const parent = await receiptRow(first, mandate.id, 'running', 'gto/pass@1.0.0');
+    await first.close({ keep: true });
+    await inflight;
+
+    const second = await startTestGateway({ dir: first.dir });
+    try {
+      const receipt = await second.receipt(parent.id);
+      assert.equal(receipt.status, 'failed');
+      assert.equal(receipt.error?.code, 'gateway_restarted');
+      assert.equal(receipt.billed, false);
+      assert.deepEqual(receipt.children, [child.id]);
+      assert.deepEqual(receipt.cost, { own: '0.00', downstream: '0.10', total: '0.10' });
+      assert.equal(receipt.calls[0].status, 'succeeded');
+      assert.equal(receipt.calls[0].billed, true);
+      const after = await second.balances([mandate.payer, 'gt']);
+      assert.deepEqual(deltas(before, after), { [mandate.payer]: -100_000, gt: 90_000 });
+      assert.equal(await second.reserved(mandate.payer), 0);
+      const budget = (await second.http.get(`/v0/mandates/${mandate.id}`).expect(200)).body.budget;
+      assert.deepEqual(budget, { currency: 'EUR', total: '10.00', spent: '0.10', reserved: '0.00', remaining: '9.90' });
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('outbox (clearing-contract §13)', () => {
+  let dir: string;
+  let binding: SwitchableBinding;
+  let gw: TestGateway;
+  before(async () => {
+    dir = await freshDataDir();
+    binding = await startSwitchableBinding(dir);
+    gw = await startTestGateway({ dir, clearing_url: binding.url });
+    await gw.clearing.createAccount('gt');
+  });
+  after(async () => {
+    await gw?.close({ keep: true });
+    await binding?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The intents of one receipt in `status`, by transaction id. */
+  async function intents(receipt: string, status: string) {
+    const listed = (await gw.http.get(`/v0/settlements?status=${status}`).expect(200)).body.settlements as Array<{ txn_id: string; receipt: string; attempts: number; last_error: string | null }>;
+    return Object.fromEntries(listed.filter((s) => s.receipt === receipt).map((s) => [s.txn_id, s]));
+  }
+
+  test('with the binding unreachable at settlement, the intent stays pending and is retried until posted', async () => {
+    const mandate = await gw.mandate();
+    const before = await gw.balances([mandate.payer, 'gt', 'platform:fees']);
+    const running = gw.call({ mandate: mandate.id, agent: 'gt/sleeper', input: { sleep_ms: 400 } }).then((r) => r);
+    await waitFor(async () => (await gw.reserved(mandate.payer)) === 100_000);
+    binding.down();
+    const response = await running;
+    assert.equal(response.status, 200);
+    assert.equal(response.body.receipt.billed, true, 'the receipt is final: the money follows');
+    const id = response.body.receipt.id;
+    await gw.settle();
+
+    const pending = await intents(id, 'pending');
+    assert.deepEqual(Object.keys(pending).sort(), [`release:hold:${id}`, `settle:${id}`]);
+    for (const intent of Object.values(pending)) {
+      assert.ok(intent.attempts >= 1);
+      assert.match(intent.last_error!, /could not be reached/);
+    }
+
+    binding.up();
+    // The retry falls due (1 s after the first attempt, then wider): let that time pass.
+    await gw.running.db.knex('gateway_settlement_intents').where({ receipt: id }).update({ next_attempt_at: new Date(Date.now() - 1) });
+    await gw.settle();
+    const posted = await intents(id, 'posted');
+    assert.deepEqual(Object.keys(posted).sort(), [`release:hold:${id}`, `settle:${id}`]);
+    for (const intent of Object.values(posted)) assert.ok(intent.attempts >= 2, 'posted on a retry');
+    const after = await gw.balances([mandate.payer, 'gt', 'platform:fees']);
+    assert.deepEqual(deltas(before, after), { [mandate.payer]: -100_000, gt: 90_000, 'platform:fees': 10_000 });
+    assert.equal(await gw.reserved(mandate.payer), 0);
+  });
+
+  test('a refusal is not retried: the intent is abandoned and listed for the operator; the hold is still released', async () => {
+    // This binding has no account for gtbase: the settlement of gtbase/base is refused (404).
+    const mandate = await gw.mandate();
+    const before = await gw.balances([mandate.payer]);
+    const response = await gw.call({ mandate: mandate.id, agent: 'gtbase/base', input: {} });
+    assert.equal(response.status, 200);
+    const id = response.body.receipt.id;
+    await gw.settle();
+    const abandoned = await intents(id, 'abandoned');
+    assert.deepEqual(Object.keys(abandoned), [`settle:${id}`]);
+    assert.equal(abandoned[`settle:${id}`].attempts, 1);
+    assert.match(abandoned[`settle:${id}`].last_error!, /refused settle settle:r\d+: there is no account gtbase/);
+    assert.deepEqual(Object.keys(await intents(id, 'posted')), [`release:hold:${id}`]);
+    assert.deepEqual(await gw.balances([mandate.payer]), before);
+    assert.equal(await gw.reserved(mandate.payer), 0);
+  });
+});
