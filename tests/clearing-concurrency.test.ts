@@ -4,35 +4,16 @@
  * times at once. On Postgres the requests really run in parallel (a pool of connections, row
  * locks); on PGlite they serialize. The assertions are the same on both.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type supertest from 'supertest';
-import type { Database } from '../src/db/index.ts';
-import { openTestDatabase, testBinding, unique, type TestBinding } from './helpers/clearing.ts';
+import { inOneHour, unique, useTestBinding } from './helpers/clearing.ts';
 
-let db: Database;
-let binding: TestBinding;
-
-before(async () => {
-  db = await openTestDatabase();
-  binding = testBinding(db);
-});
-
-after(async () => {
-  await db.close();
-});
-
-const inOneHour = () => new Date(Date.now() + 3_600_000).toISOString();
+const binding = useTestBinding();
 
 /** `count` copies of a request, all in flight at once. */
 function parallel(count: number, request: (i: number) => supertest.Test): Promise<supertest.Response[]> {
   return Promise.all(Array.from({ length: count }, (_, i) => request(i).then((res) => res)));
-}
-
-async function balanceOf(account: string) {
-  const res = await binding.http.get(`/internal/ledger/balance/${account}`);
-  assert.equal(res.status, 200);
-  return res.body as { balance: number; available: number; reserved: number };
 }
 
 /** How many responses have each `status code`, e.g. { '200': 10, '422 insufficient_funds': 20 }. */
@@ -65,8 +46,8 @@ test('invariant 4: 50 parallel draws on one hold never exceed its cap; asked for
   const hold = (await binding.http.get(`/internal/ledger/reservation/${holdId}`)).body;
   assert.equal(hold.drawn, 1_000);
   assert.equal(hold.draws.length, 50);
-  assert.deepEqual(await balanceOf(caller), { account: caller, balance: 99_000, available: 99_000, reserved: 0, pending: 0 });
-  assert.equal((await balanceOf(owner)).balance, 1_000);
+  assert.deepEqual(await binding.balanceOf(caller), { account: caller, balance: 99_000, available: 99_000, reserved: 0, pending: 0 });
+  assert.equal((await binding.balanceOf(owner)).balance, 1_000);
 });
 
 test('§9 20 parallel replays of one settle apply exactly once', async () => {
@@ -75,8 +56,8 @@ test('§9 20 parallel replays of one settle apply exactly once', async () => {
   const txnId = unique('work');
   const responses = await parallel(20, () => binding.http.post('/internal/ledger/charge').send({ txnId, caller, owner, rate: 900, retail: 1_000 }));
   assert.deepEqual(tally(responses), { '200 applied:true': 1, '200 applied:false': 19 });
-  assert.equal((await balanceOf(caller)).balance, 9_000);
-  assert.equal((await balanceOf(owner)).balance, 900);
+  assert.equal((await binding.balanceOf(caller)).balance, 9_000);
+  assert.equal((await binding.balanceOf(owner)).balance, 900);
   const legs = (await binding.http.get(`/internal/ledger/settlement/${txnId}`)).body.legs;
   assert.equal(legs.length, 3);
 });
@@ -87,7 +68,7 @@ test('§9 20 parallel replays of one credit and of one draw apply exactly once',
   const pay = unique('pay');
   const credits = await parallel(20, () => binding.http.post('/internal/ledger/purchase').send({ txnId: pay, account, amount: 5_000 }));
   assert.deepEqual(tally(credits), { '200 applied:true': 1, '200 applied:false': 19 });
-  assert.equal((await balanceOf(account)).balance, 5_000);
+  assert.equal((await binding.balanceOf(account)).balance, 5_000);
 
   const holdId = unique('eng');
   await binding.http.post('/internal/ledger/hold').send({ holdId, account, amount: 1_000, expiresAt: inOneHour() }).expect(200);
@@ -107,7 +88,7 @@ test('§9 20 parallel replays of one credit and of one draw apply exactly once',
       ],
     );
   }
-  assert.equal((await balanceOf(account)).balance, 4_000);
+  assert.equal((await binding.balanceOf(account)).balance, 4_000);
   assert.equal((await binding.http.get(`/internal/ledger/reservation/${holdId}`)).body.drawn, 1_000);
 });
 
@@ -118,7 +99,7 @@ test('§6.11 30 parallel holds of 100 on 1000 available: exactly 10 succeed, 20 
   for (const res of responses.filter((r) => r.status === 422)) {
     assert.deepEqual([res.body.asked, res.body.available, res.body.balance, res.body.reserved], [100, 0, 1_000, 1_000]);
   }
-  assert.deepEqual(await balanceOf(account), { account, balance: 1_000, available: 0, reserved: 1_000, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(account), { account, balance: 1_000, available: 0, reserved: 1_000, pending: 0 });
 });
 
 test('§6.11 §6.14 the same hold opened and released 20 times at once: committed once, released once', async () => {
@@ -128,7 +109,7 @@ test('§6.11 §6.14 the same hold opened and released 20 times at once: committe
   const expiresAt = inOneHour();
   const opens = await parallel(20, () => binding.http.post('/internal/ledger/hold').send({ holdId, account, amount: 600, expiresAt }));
   assert.deepEqual(tally(opens), { '200 applied:true': 1, '200 applied:false': 19 });
-  assert.equal((await balanceOf(account)).reserved, 600);
+  assert.equal((await binding.balanceOf(account)).reserved, 600);
   await binding.http.post('/internal/ledger/draw').send({ holdId, txnId: unique('win'), caller: account, owner, lines: [{ meter: 'm', amount: 250 }] }).expect(200);
   const releases = await parallel(20, () => binding.http.post('/internal/ledger/release').send({ holdId }));
   assert.deepEqual(tally(releases), { '200 applied:true': 1, '200 applied:false': 19 });
@@ -136,7 +117,7 @@ test('§6.11 §6.14 the same hold opened and released 20 times at once: committe
     releases.map((r) => r.body.released as number).sort((a, b) => b - a),
     [350, ...Array(19).fill(0)],
   );
-  assert.deepEqual(await balanceOf(account), { account, balance: 750, available: 750, reserved: 0, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(account), { account, balance: 750, available: 750, reserved: 0, pending: 0 });
 });
 
 test('§6.9 parallel reversals of one transaction under different ids: exactly one applies, the rest name it', async () => {
@@ -153,8 +134,8 @@ test('§6.9 parallel reversals of one transaction under different ids: exactly o
     assert.equal(res.body.reversed_by, winner);
   }
   assert.equal((await binding.http.get(`/internal/ledger/settlement/${txnId}`)).body.reversed_by, winner);
-  assert.equal((await balanceOf(caller)).balance, 10_000);
-  assert.equal((await balanceOf(owner)).balance, 0);
+  assert.equal((await binding.balanceOf(caller)).balance, 10_000);
+  assert.equal((await binding.balanceOf(owner)).balance, 0);
 });
 
 test('§9 20 parallel replays of one reversal: one applies, 19 answer applied false with the same amount', async () => {
@@ -166,8 +147,8 @@ test('§9 20 parallel replays of one reversal: one applies, 19 answer applied fa
   const responses = await parallel(20, () => binding.http.post('/internal/ledger/reverse').send({ txnId: rid, reverses: txnId, reason: 'refund' }));
   assert.deepEqual(tally(responses), { '200 applied:true': 1, '200 applied:false': 19 });
   for (const res of responses) assert.equal(res.body.amount, 1_500);
-  assert.equal((await balanceOf(caller)).balance, 10_000);
-  assert.equal((await balanceOf(owner)).balance, 0);
+  assert.equal((await binding.balanceOf(caller)).balance, 10_000);
+  assert.equal((await binding.balanceOf(owner)).balance, 0);
 });
 
 test('§6.9 parallel reversals of one draw give the cap back once', async () => {
@@ -181,7 +162,7 @@ test('§6.9 parallel reversals of one draw give the cap back once', async () => 
   assert.deepEqual(tally(responses), { '200 applied:true': 1, '422 already_reversed': 9 });
   const hold = (await binding.http.get(`/internal/ledger/reservation/${holdId}`)).body;
   assert.equal(hold.drawn, 0);
-  assert.deepEqual(await balanceOf(caller), { account: caller, balance: 10_000, available: 9_000, reserved: 1_000, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(caller), { account: caller, balance: 10_000, available: 9_000, reserved: 1_000, pending: 0 });
 });
 
 test('§9 one id first used at two doors at once (no account in common): one applies, the other is terms_conflict', async () => {
@@ -197,7 +178,7 @@ test('§9 one id first used at two doors at once (no account in common): one app
     assert.deepEqual(tally([asCredit, asSettle]), { '200 applied:true': 1, '422 terms_conflict': 1 });
     const door = (await binding.http.get(`/internal/ledger/settlement/${txnId}`)).body.account === funded ? 'credit' : 'settle';
     assert.equal((door === 'credit' ? asCredit : asSettle).status, 200);
-    const sum = (await balanceOf(funded)).balance + (await balanceOf(caller)).balance + (await balanceOf(owner)).balance;
+    const sum = (await binding.balanceOf(funded)).balance + (await binding.balanceOf(caller)).balance + (await binding.balanceOf(owner)).balance;
     assert.equal(sum, door === 'credit' ? 100 : 0);
   }
 });
@@ -210,7 +191,7 @@ test('§6.12 10 parallel replays of one raise apply once: the cap does not walk 
   assert.deepEqual(tally(responses), { '200 applied:true': 1, '200 applied:false': 9 });
   assert.deepEqual(responses.map((r) => r.body.delta as number).sort((a, b) => b - a), [500, ...Array(9).fill(0)]);
   assert.equal((await binding.http.get(`/internal/ledger/reservation/${holdId}`)).body.amount, 900);
-  assert.deepEqual(await balanceOf(account), { account, balance: 10_000, available: 9_100, reserved: 900, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(account), { account, balance: 10_000, available: 9_100, reserved: 900, pending: 0 });
 });
 
 test('invariant 12: one holdId opened, and one draw id used, on two accounts at once: one applies, the other is terms_conflict', async () => {
@@ -224,7 +205,7 @@ test('invariant 12: one holdId opened, and one draw id used, on two accounts at 
     );
     assert.deepEqual(tally(opens), { '200 applied:true': 1, '422 terms_conflict': 1 });
     const holder = opens.find((r) => r.status === 200)!.body.reservation.account;
-    assert.equal((await balanceOf(first)).reserved + (await balanceOf(second)).reserved, 300);
+    assert.equal((await binding.balanceOf(first)).reserved + (await binding.balanceOf(second)).reserved, 300);
 
     const holdA = unique('eng');
     const holdB = unique('eng');
@@ -238,7 +219,7 @@ test('invariant 12: one holdId opened, and one draw id used, on two accounts at 
     assert.deepEqual(tally(draws), { '200 applied:true': 1, '422 terms_conflict': 1 });
     const drawn = (await binding.http.get(`/internal/ledger/reservation/${holdA}`)).body.drawn + (await binding.http.get(`/internal/ledger/reservation/${holdB}`)).body.drawn;
     assert.equal(drawn, 40);
-    assert.equal((await balanceOf(owner)).balance, 40);
+    assert.equal((await binding.balanceOf(owner)).balance, 40);
     assert.ok([first, second].includes(holder));
   }
 });
@@ -253,8 +234,8 @@ test('parallel settlements in opposite directions between two accounts neither d
   );
   assert.deepEqual(tally(responses), { '200 applied:true': 40 });
   // a: 20 × (−100) + 20 × 45; b: 20 × 90 + 20 × (−50).
-  assert.equal((await balanceOf(a)).balance, 100_000 - 2_000 + 900);
-  assert.equal((await balanceOf(b)).balance, 100_000 + 1_800 - 1_000);
+  assert.equal((await binding.balanceOf(a)).balance, 100_000 - 2_000 + 900);
+  assert.equal((await binding.balanceOf(b)).balance, 100_000 + 1_800 - 1_000);
 });
 
 test('parallel draws, a resize and a release on one hold keep invariants 4 and 5', async () => {
@@ -286,5 +267,5 @@ test('parallel draws, a resize and a release on one hold keep invariants 4 and 5
   for (const res of responses) assert.ok(res.status === 200 || ['closed', 'invalid_request'].includes(res.body.code), JSON.stringify(res.body));
   const release = responses.find((r) => r.body.released !== undefined)!;
   assert.equal(release.body.released, release.body.reservation.amount - release.body.reservation.drawn);
-  assert.deepEqual(await balanceOf(caller), { account: caller, balance: 100_000 - billed, available: 100_000 - billed, reserved: 0, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(caller), { account: caller, balance: 100_000 - billed, available: 100_000 - billed, reserved: 0, pending: 0 });
 });

@@ -3,35 +3,13 @@
  * §8 invariants 1 to 5, 11, 12, 13): open-hold, resize-hold, draw, release-hold, expiry, the
  * two reads, and available = balance − reserved − pending on every read.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type supertest from 'supertest';
-import type { Database } from '../src/db/index.ts';
 import { expireHolds } from '../src/clearing/ledger.ts';
-import { openTestDatabase, testBinding, unique, type TestBinding } from './helpers/clearing.ts';
+import { inOneHour, refused, unique, useTestBinding } from './helpers/clearing.ts';
 
-let db: Database;
-let binding: TestBinding;
-
-before(async () => {
-  db = await openTestDatabase();
-  binding = testBinding(db);
-});
-
-after(async () => {
-  await db.close();
-});
-
-/** Asserts a refusal: the status, the §7 body with this code, no `state` (§10.2); returns the sentence. */
-function refused(res: supertest.Response, status: number, code: string): string {
-  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
-  assert.equal(res.body.code, code);
-  assert.equal(typeof res.body.error, 'string');
-  assert.ok(res.body.error.length > 0);
-  assert.equal('state' in res.body, false);
-  return res.body.error;
-}
+const binding = useTestBinding();
 
 interface Reservation {
   hold_id: string;
@@ -69,7 +47,6 @@ async function figures(account: string) {
   return { balance: balance.body.balance as number, available: balance.body.available as number, reserved: balance.body.reserved as number, reservations: list.body.reservations as Reservation[] };
 }
 
-const inOneHour = () => new Date(Date.now() + 3_600_000).toISOString();
 const hold = (body: Record<string, unknown>) => binding.http.post('/internal/ledger/hold').send({ expiresAt: inOneHour(), ...body });
 const resize = (body: Record<string, unknown>) => binding.http.post('/internal/ledger/resize').send(body);
 const draw = (body: Record<string, unknown>) => binding.http.post('/internal/ledger/draw').send(body);
@@ -83,7 +60,7 @@ async function reservation(holdId: string) {
 }
 
 async function postingsCount(account: string): Promise<number> {
-  const row = await db.knex('clearing_postings').where({ account }).first(db.knex.raw('count(*)::integer AS n'));
+  const row = await binding.db.knex('clearing_postings').where({ account }).first(binding.db.knex.raw('count(*)::integer AS n'));
   return Number(row.n);
 }
 
@@ -456,7 +433,7 @@ test('§6.15 a hold past its window is released without anyone asking: reads exc
 
   await sleep(Math.max(0, Date.parse(expiresAt) - Date.now()) + 200);
   // Nothing has released them yet: what follows is each mechanism's own doing.
-  const stored = await db.knex('clearing_holds').whereIn('hold_id', [shortId, drawerId, sweptId]).select('status');
+  const stored = await binding.db.knex('clearing_holds').whereIn('hold_id', [shortId, drawerId, sweptId]).select('status');
   assert.deepEqual(stored.map((r) => r.status), ['open', 'open', 'open']);
 
   // Lazily, on a read (and repeatably, invariant 13).
@@ -484,10 +461,10 @@ test('§6.15 a hold past its window is released without anyone asking: reads exc
   assert.equal((await figures(drawer)).available, 10_000);
 
   // By the sweep, for the account nobody reads.
-  assert.equal((await db.knex('clearing_holds').where({ hold_id: sweptId }).first('status')).status, 'open');
-  assert.ok((await expireHolds(db.knex)) >= 1);
-  assert.deepEqual(await db.knex('clearing_holds').where({ hold_id: sweptId }).first('status', 'release_reason'), { status: 'released', release_reason: 'expired' });
-  assert.equal(await expireHolds(db.knex, swept), 0);
+  assert.equal((await binding.db.knex('clearing_holds').where({ hold_id: sweptId }).first('status')).status, 'open');
+  assert.ok((await expireHolds(binding.db.knex)) >= 1);
+  assert.deepEqual(await binding.db.knex('clearing_holds').where({ hold_id: sweptId }).first('status', 'release_reason'), { status: 'released', release_reason: 'expired' });
+  assert.equal(await expireHolds(binding.db.knex, swept), 0);
   assert.equal((await figures(swept)).available, 10_000);
 
   refused(await draw({ holdId: shortId, txnId: unique('win'), caller: account, owner, lines: [{ meter: 'm', amount: 1 }] }), 422, 'closed');

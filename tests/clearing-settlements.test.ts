@@ -4,40 +4,11 @@
  * one namespace of transaction ids, and the ledger's own refusals (conservation, append-only,
  * balanced entries) checked directly in the database.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type supertest from 'supertest';
-import type { Database } from '../src/db/index.ts';
-import { openTestDatabase, testBinding, unique, type TestBinding } from './helpers/clearing.ts';
+import { refused, unique, useTestBinding } from './helpers/clearing.ts';
 
-let db: Database;
-let binding: TestBinding;
-
-before(async () => {
-  db = await openTestDatabase();
-  binding = testBinding(db);
-});
-
-after(async () => {
-  await db.close();
-});
-
-/** Asserts a refusal: the status, the §7 body with this code, no `state` (§10.2); returns the sentence. */
-function refused(res: supertest.Response, status: number, code: string): string {
-  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
-  assert.equal(res.body.code, code);
-  assert.equal(typeof res.body.error, 'string');
-  assert.ok(res.body.error.length > 0);
-  assert.equal('state' in res.body, false);
-  return res.body.error;
-}
-
-/** The §6.2 figures of an account. */
-async function balanceOf(account: string): Promise<{ balance: number; available: number; reserved: number; pending: number }> {
-  const res = await binding.http.get(`/internal/ledger/balance/${encodeURIComponent(account)}`);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body;
-}
+const binding = useTestBinding();
 
 async function settlement(txnId: string) {
   const res = await binding.http.get(`/internal/ledger/settlement/${encodeURIComponent(txnId)}`);
@@ -57,13 +28,13 @@ test('§6.7 credit: applied once; a replay answers applied false and changes no 
   const account = await binding.account();
   const txnId = unique('pay');
   assert.deepEqual((await credit({ txnId, account, amount: 2_500_000, ref: 'card 4242' })).body, APPLIED);
-  assert.deepEqual(await balanceOf(account), { account, balance: 2_500_000, available: 2_500_000, reserved: 0, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(account), { account, balance: 2_500_000, available: 2_500_000, reserved: 0, pending: 0 });
   for (let i = 0; i < 3; i++) {
     const replay = await credit({ txnId, account, amount: 2_500_000, ref: 'card 4242' });
     assert.equal(replay.status, 200);
     assert.deepEqual(replay.body, REPLAYED);
   }
-  assert.equal((await balanceOf(account)).balance, 2_500_000);
+  assert.equal((await binding.balanceOf(account)).balance, 2_500_000);
   const read = await settlement(txnId);
   assert.equal(read.state, 'settled');
   assert.equal(read.account, account);
@@ -84,8 +55,8 @@ test('§6.7 credit: the same payment id with another amount or account is refuse
   assert.deepEqual(amount.body.existing, { account, amount: 1_000, simulated: false });
   assert.equal(refused(amount, 422, 'terms_conflict'), `transaction id ${txnId} was already used for a credit with other terms: ${JSON.stringify(amount.body.existing)}`);
   refused(await credit({ txnId, account: other, amount: 1_000 }), 422, 'terms_conflict');
-  assert.equal((await balanceOf(account)).balance, 1_000);
-  assert.equal((await balanceOf(other)).balance, 0);
+  assert.equal((await binding.balanceOf(account)).balance, 1_000);
+  assert.equal((await binding.balanceOf(other)).balance, 0);
 });
 
 test('§6.7 simulated value is recorded permanently against its entry, and a replay cannot launder it', async () => {
@@ -98,14 +69,14 @@ test('§6.7 simulated value is recorded permanently against its entry, and a rep
   refused(await credit({ txnId: simulated, account, amount: 700, simulated: false }), 422, 'terms_conflict');
   refused(await credit({ txnId: simulated, account, amount: 700 }), 422, 'terms_conflict');
   assert.deepEqual((await credit({ txnId: simulated, account, amount: 700, simulated: true })).body, REPLAYED);
-  const rows = await db.knex('clearing_transactions').whereIn('txn_id', [simulated, real]).orderBy('amount').select('txn_id', 'simulated');
+  const rows = await binding.db.knex('clearing_transactions').whereIn('txn_id', [simulated, real]).orderBy('amount').select('txn_id', 'simulated');
   assert.deepEqual(rows, [
     { txn_id: real, simulated: false },
     { txn_id: simulated, simulated: true },
   ]);
   // Permanently: the database refuses to flip it.
-  await assert.rejects(db.knex('clearing_transactions').where({ txn_id: simulated }).update({ simulated: false }), /append-only: UPDATE on clearing_transactions is refused/);
-  assert.equal((await balanceOf(account)).balance, 1_000);
+  await assert.rejects(binding.db.knex('clearing_transactions').where({ txn_id: simulated }).update({ simulated: false }), /append-only: UPDATE on clearing_transactions is refused/);
+  assert.equal((await binding.balanceOf(account)).balance, 1_000);
 });
 
 test('§6.7 credit refuses an unknown account (404) and the binding\'s machinery (422)', async () => {
@@ -128,8 +99,8 @@ test('§6.8 settle: caller pays retail, owner earns rate, the margin lands in pl
   const res = await settle({ txnId, caller, owner, rate: 250_000, retail: 300_000, ref: 'receipt 1', memo: 'summarize', spendAgentKey: 'agent-7' });
   assert.equal(res.status, 200);
   assert.deepEqual(res.body, APPLIED);
-  assert.deepEqual(await balanceOf(caller), { account: caller, balance: 700_000, available: 700_000, reserved: 0, pending: 0 });
-  assert.deepEqual(await balanceOf(owner), { account: owner, balance: 250_000, available: 250_000, reserved: 0, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(caller), { account: caller, balance: 700_000, available: 700_000, reserved: 0, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(owner), { account: owner, balance: 250_000, available: 250_000, reserved: 0, pending: 0 });
   const read = await settlement(txnId);
   assert.deepEqual(read.legs, [
     { account: caller, delta: -300_000, kind: 'charge' },
@@ -140,8 +111,8 @@ test('§6.8 settle: caller pays retail, owner earns rate, the margin lands in pl
   assert.equal(read.account, caller);
   assert.equal(read.amount, 300_000);
   // The fee account holds exactly what its fee postings say.
-  const fees = await db.knex('clearing_postings').where({ account: 'platform:fees' }).first(db.knex.raw('coalesce(sum(delta), 0)::bigint AS total'));
-  assert.equal((await balanceOf('platform:fees')).balance, Number(fees.total));
+  const fees = await binding.db.knex('clearing_postings').where({ account: 'platform:fees' }).first(binding.db.knex.raw('coalesce(sum(delta), 0)::bigint AS total'));
+  assert.equal((await binding.balanceOf('platform:fees')).balance, Number(fees.total));
 });
 
 test('§6.8 settle: retail equal to rate is accepted with no fee leg; retail below rate is refused and posts nothing', async () => {
@@ -159,8 +130,8 @@ test('§6.8 settle: retail equal to rate is accepted with no fee leg; retail bel
     'retail 499 is less than rate 500; the caller cannot pay less than the owner earns',
   );
   assert.equal((await settlement(under)).state, 'unknown');
-  assert.equal((await balanceOf(caller)).balance, 600);
-  assert.equal((await balanceOf(owner)).balance, 400);
+  assert.equal((await binding.balanceOf(caller)).balance, 600);
+  assert.equal((await binding.balanceOf(owner)).balance, 400);
 });
 
 test('§6.8 invariant 10: settle is never refused for insufficient funds; the balance goes negative', async () => {
@@ -168,12 +139,12 @@ test('§6.8 invariant 10: settle is never refused for insufficient funds; the ba
   const owner = await binding.account('owner');
   const txnId = unique('late');
   assert.deepEqual((await settle({ txnId, caller, owner, rate: 900, retail: 1_000 })).body, APPLIED);
-  assert.deepEqual(await balanceOf(caller), { account: caller, balance: -900, available: -900, reserved: 0, pending: 0 });
-  assert.equal((await balanceOf(owner)).balance, 900);
+  assert.deepEqual(await binding.balanceOf(caller), { account: caller, balance: -900, available: -900, reserved: 0, pending: 0 });
+  assert.equal((await binding.balanceOf(owner)).balance, 900);
   // Again, from an account with nothing at all.
   const broke = await binding.account('broke');
   assert.deepEqual((await settle({ txnId: unique('late'), caller: broke, owner, rate: 1, retail: 1 })).body, APPLIED);
-  assert.equal((await balanceOf(broke)).balance, -1);
+  assert.equal((await binding.balanceOf(broke)).balance, -1);
 });
 
 test('§6.8 §9 settle replay: applied false, no balance change; other value terms are refused naming the first', async () => {
@@ -189,9 +160,9 @@ test('§6.8 §9 settle replay: applied false, no balance change; other value ter
   assert.equal(refused(conflict, 422, 'terms_conflict'), `transaction id ${txnId} was already used for a settle with other terms: ${JSON.stringify(conflict.body.existing)}`);
   const other = await binding.account('other');
   refused(await settle({ txnId, caller, owner: other, rate: 900, retail: 1_000 }), 422, 'terms_conflict');
-  assert.equal((await balanceOf(caller)).balance, 9_000);
-  assert.equal((await balanceOf(owner)).balance, 900);
-  assert.equal((await balanceOf(other)).balance, 0);
+  assert.equal((await binding.balanceOf(caller)).balance, 9_000);
+  assert.equal((await binding.balanceOf(owner)).balance, 900);
+  assert.equal((await binding.balanceOf(other)).balance, 0);
 });
 
 test('§6.8 settle refuses unknown accounts (404 no_such_object) and machinery as caller or owner (422)', async () => {
@@ -209,7 +180,7 @@ test('§6.8 settle refuses unknown accounts (404 no_such_object) and machinery a
     "platform:fees is this binding's own machinery and cannot be the owner",
   );
   assert.equal((await settlement(txnId)).state, 'unknown');
-  assert.equal((await balanceOf(caller)).balance, 1_000);
+  assert.equal((await binding.balanceOf(caller)).balance, 1_000);
 });
 
 test('§9 one namespace: an id used at one door is refused at another, naming the first use; the first is unchanged', async () => {
@@ -225,14 +196,14 @@ test('§9 one namespace: an id used at one door is refused at another, naming th
   const asReverse = await reverse({ txnId, reverses: unique('anything'), reason: 'oops' });
   assert.match(refused(asReverse, 422, 'terms_conflict'), new RegExp(`^transaction id ${txnId} was already used by a credit at `));
   assert.deepEqual(await settlement(txnId), first);
-  assert.equal((await balanceOf(account)).balance, 6_000);
-  assert.equal((await balanceOf(owner)).balance, 0);
+  assert.equal((await binding.balanceOf(account)).balance, 6_000);
+  assert.equal((await binding.balanceOf(owner)).balance, 0);
 
   // And the other way round: a settle's id is refused at the funding door.
   const work = unique('work');
   await settle({ txnId: work, caller: account, owner, rate: 100, retail: 100 }).expect(200);
   assert.match(refused(await credit({ txnId: work, account, amount: 100 }), 422, 'terms_conflict'), /already used by a settle at .*; a credit needs its own transaction id$/);
-  assert.equal((await balanceOf(account)).balance, 5_900);
+  assert.equal((await binding.balanceOf(account)).balance, 5_900);
 });
 
 test('§6.9 reverse: the exact inverse, one call; the original stays readable and names its reversal', async () => {
@@ -245,8 +216,8 @@ test('§6.9 reverse: the exact inverse, one call; the original stays readable an
   const res = await reverse({ txnId: rid, reverses: txnId, reason: 'agent returned garbage', actor: 'ops@holon' });
   assert.equal(res.status, 200);
   assert.deepEqual(res.body, { ...APPLIED, amount: 300_000 });
-  assert.equal((await balanceOf(caller)).balance, 1_000_000);
-  assert.equal((await balanceOf(owner)).balance, 0);
+  assert.equal((await binding.balanceOf(caller)).balance, 1_000_000);
+  assert.equal((await binding.balanceOf(owner)).balance, 0);
 
   const undone = await settlement(txnId);
   assert.deepEqual(undone, { ...original, reversed_by: rid });
@@ -260,7 +231,7 @@ test('§6.9 reverse: the exact inverse, one call; the original stays readable an
     { account: owner, delta: -250_000, kind: 'reverse-earn' },
     { account: 'platform:fees', delta: -50_000, kind: 'reverse-fee' },
   ]);
-  const stored = await db.knex('clearing_transactions').where({ txn_id: rid }).first('reason', 'actor', 'reverses');
+  const stored = await binding.db.knex('clearing_transactions').where({ txn_id: rid }).first('reason', 'actor', 'reverses');
   assert.deepEqual(stored, { reason: 'agent returned garbage', actor: 'ops@holon', reverses: txnId });
 });
 
@@ -276,7 +247,7 @@ test('§6.9 §9 reverse replay answers the same amount with applied false; a sec
     assert.equal(replay.status, 200);
     assert.deepEqual(replay.body, { ...REPLAYED, amount: 2_000 });
   }
-  assert.equal((await balanceOf(caller)).balance, 10_000);
+  assert.equal((await binding.balanceOf(caller)).balance, 10_000);
   const second = unique('rev');
   const again = await reverse({ txnId: second, reverses: txnId, reason: 'refund twice' });
   assert.equal(refused(again, 422, 'already_reversed'), `${txnId} was already reversed by ${rid}`);
@@ -287,8 +258,8 @@ test('§6.9 §9 reverse replay answers the same amount with applied false; a sec
   await settle({ txnId: otherWork, caller, owner, rate: 1, retail: 1 }).expect(200);
   refused(await reverse({ txnId: rid, reverses: otherWork, reason: 'refund' }), 422, 'terms_conflict');
   assert.equal((await settlement(otherWork)).reversed_by, null);
-  assert.equal((await balanceOf(caller)).balance, 9_999);
-  assert.equal((await balanceOf(owner)).balance, 1);
+  assert.equal((await binding.balanceOf(caller)).balance, 9_999);
+  assert.equal((await binding.balanceOf(owner)).balance, 1);
 });
 
 test('§6.9 a correction cannot be reversed (not_reversible); an unknown transaction is no_such_object; a reason is required', async () => {
@@ -314,7 +285,7 @@ test('§6.9 a correction cannot be reversed (not_reversible); an unknown transac
   // Full reversals only: there is no amount to give.
   const partial = await reverse({ txnId: unique('rev'), reverses: txnId, reason: 'half refund', amount: 500 });
   assert.equal(refused(partial, 422, 'invalid_request'), 'invalid request: body.amount is not a field of this operation');
-  assert.equal((await balanceOf(account)).balance, 10_500);
+  assert.equal((await binding.balanceOf(account)).balance, 10_500);
 });
 
 test('§6.9 reversing a credit takes the value back out, even below zero', async () => {
@@ -325,7 +296,7 @@ test('§6.9 reversing a credit takes the value back out, even below zero', async
   await settle({ txnId: unique('work'), caller: account, owner, rate: 600, retail: 600 }).expect(200);
   const rid = unique('chargeback');
   assert.deepEqual((await reverse({ txnId: rid, reverses: pay, reason: 'card chargeback' })).body, { ...APPLIED, amount: 1_000 });
-  assert.equal((await balanceOf(account)).balance, -600);
+  assert.equal((await binding.balanceOf(account)).balance, -600);
   assert.deepEqual((await settlement(rid)).legs, [
     { account: 'external:funding', delta: 1_000, kind: 'reverse-funding' },
     { account, delta: -1_000, kind: 'reverse-credit' },
@@ -338,7 +309,7 @@ test('§6.10 adjust: either sign, against external:adjustments; zero refused; re
   const down = unique('adj');
   assert.deepEqual((await adjust({ txnId: up, account, delta: 250, reason: 'goodwill', actor: 'ops' })).body, APPLIED);
   assert.deepEqual((await adjust({ txnId: down, account, delta: -2_000, reason: 'repair after bug 17' })).body, APPLIED);
-  assert.deepEqual(await balanceOf(account), { account, balance: -750, available: -750, reserved: 0, pending: 0 });
+  assert.deepEqual(await binding.balanceOf(account), { account, balance: -750, available: -750, reserved: 0, pending: 0 });
   const read = await settlement(down);
   assert.equal(read.account, account);
   assert.equal(read.amount, 2_000);
@@ -358,8 +329,8 @@ test('§6.10 adjust: either sign, against external:adjustments; zero refused; re
   );
   const ghost = unique('ghost');
   assert.equal(refused(await adjust({ txnId: unique('adj'), account: ghost, delta: 5, reason: 'x' }), 404, 'no_such_object'), `there is no account ${ghost}`);
-  assert.equal((await balanceOf(account)).balance, -750);
-  const stored = await db.knex('clearing_transactions').where({ txn_id: up }).first('reason', 'actor');
+  assert.equal((await binding.balanceOf(account)).balance, -750);
+  const stored = await binding.db.knex('clearing_transactions').where({ txn_id: up }).first('reason', 'actor');
   assert.deepEqual(stored, { reason: 'goodwill', actor: 'ops' });
 });
 
@@ -457,7 +428,7 @@ test('§6.3 the statement defaults to 30 entries and clamps an explicit limit to
   const account = await binding.account();
   const prefix = unique('bulk');
   // 501 balanced credits written in one database transaction (the same rows the credit door writes).
-  await db.knex.transaction(async (trx) => {
+  await binding.db.knex.transaction(async (trx) => {
     await trx.raw(
       `INSERT INTO clearing_transactions (txn_id, door, account, amount, terms)
        SELECT ?::text || '-' || g, 'credit', ?::text, g, jsonb_build_object('account', ?::text, 'amount', g, 'simulated', false)
@@ -509,15 +480,15 @@ test('§8 invariant 8: the database refuses UPDATE, DELETE and TRUNCATE of the j
   await binding.http.post('/internal/ledger/draw').send({ holdId: hold, txnId: drawId, caller, owner, lines: [{ meter: 'tokens', amount: 200 }] }).expect(200);
   const before = await settlement(txnId);
 
-  await assert.rejects(db.knex('clearing_postings').where({ txn_id: txnId }).update({ delta: 0 }), /the journal is append-only: UPDATE on clearing_postings is refused/);
-  await assert.rejects(db.knex('clearing_postings').where({ txn_id: txnId }).delete(), /the journal is append-only: DELETE on clearing_postings is refused/);
-  await assert.rejects(db.knex('clearing_transactions').where({ txn_id: txnId }).update({ amount: 1 }), /the journal is append-only: UPDATE on clearing_transactions is refused/);
-  await assert.rejects(db.knex('clearing_transactions').where({ txn_id: txnId }).delete(), /the journal is append-only: DELETE on clearing_transactions is refused/);
-  await assert.rejects(db.knex('clearing_draw_lines').where({ txn_id: drawId }).update({ amount: 0 }), /the journal is append-only: UPDATE on clearing_draw_lines is refused/);
-  await assert.rejects(db.knex('clearing_draw_lines').where({ txn_id: drawId }).delete(), /the journal is append-only: DELETE on clearing_draw_lines is refused/);
+  await assert.rejects(binding.db.knex('clearing_postings').where({ txn_id: txnId }).update({ delta: 0 }), /the journal is append-only: UPDATE on clearing_postings is refused/);
+  await assert.rejects(binding.db.knex('clearing_postings').where({ txn_id: txnId }).delete(), /the journal is append-only: DELETE on clearing_postings is refused/);
+  await assert.rejects(binding.db.knex('clearing_transactions').where({ txn_id: txnId }).update({ amount: 1 }), /the journal is append-only: UPDATE on clearing_transactions is refused/);
+  await assert.rejects(binding.db.knex('clearing_transactions').where({ txn_id: txnId }).delete(), /the journal is append-only: DELETE on clearing_transactions is refused/);
+  await assert.rejects(binding.db.knex('clearing_draw_lines').where({ txn_id: drawId }).update({ amount: 0 }), /the journal is append-only: UPDATE on clearing_draw_lines is refused/);
+  await assert.rejects(binding.db.knex('clearing_draw_lines').where({ txn_id: drawId }).delete(), /the journal is append-only: DELETE on clearing_draw_lines is refused/);
   for (const table of ['clearing_draw_lines', 'clearing_postings', 'clearing_transactions']) {
     // In a transaction that is always rolled back, so a broken trigger could not empty a shared database.
-    const trx = await db.knex.transaction();
+    const trx = await binding.db.knex.transaction();
     try {
       await assert.rejects(trx.raw(`TRUNCATE ${table} CASCADE`), new RegExp(`the journal is append-only: TRUNCATE on ${table} is refused`));
     } finally {
@@ -525,24 +496,24 @@ test('§8 invariant 8: the database refuses UPDATE, DELETE and TRUNCATE of the j
     }
   }
   assert.deepEqual(await settlement(txnId), before);
-  assert.equal((await balanceOf(caller)).balance, 8_800);
+  assert.equal((await binding.balanceOf(caller)).balance, 8_800);
 });
 
 test('§8 invariant 9: the database refuses at commit an entry whose postings do not sum to zero, and keeps nothing of it', async () => {
   const account = await binding.account();
   const txnId = unique('mint');
   await assert.rejects(
-    db.knex.transaction(async (trx) => {
+    binding.db.knex.transaction(async (trx) => {
       await trx('clearing_transactions').insert({ txn_id: txnId, door: 'credit', account, amount: 5_000, terms: { account, amount: 5_000 } });
       await trx('clearing_postings').insert({ txn_id: txnId, account, delta: 5_000, kind: 'credit' });
     }),
     new RegExp(`entry ${txnId} does not balance: its postings sum to 5000`),
   );
   assert.equal((await settlement(txnId)).state, 'unknown');
-  assert.equal((await balanceOf(account)).balance, 0);
+  assert.equal((await binding.balanceOf(account)).balance, 0);
   // One side of a movement cannot be lost either: two legs that do not match are refused the same way.
   await assert.rejects(
-    db.knex.transaction(async (trx) => {
+    binding.db.knex.transaction(async (trx) => {
       await trx('clearing_transactions').insert({ txn_id: txnId, door: 'credit', account, amount: 5_000, terms: { account, amount: 5_000 } });
       await trx('clearing_postings').insert([
         { txn_id: txnId, account: 'external:funding', delta: -4_999, kind: 'funding' },
@@ -551,16 +522,16 @@ test('§8 invariant 9: the database refuses at commit an entry whose postings do
     }),
     /does not balance: its postings sum to 1/,
   );
-  assert.equal((await balanceOf(account)).balance, 0);
+  assert.equal((await binding.balanceOf(account)).balance, 0);
   // A hold can never be drawn past its cap, whatever writes it.
   const hold = unique('hold');
-  await db.knex('clearing_holds').insert({ hold_id: hold, account, amount: 100, status: 'open', expires_at: new Date(Date.now() + 60_000) });
-  await assert.rejects(db.knex('clearing_holds').where({ hold_id: hold }).update({ drawn: 101 }), /check constraint/);
-  await assert.rejects(db.knex('clearing_holds').where({ hold_id: hold }).update({ drawn: -1 }), /check constraint/);
+  await binding.db.knex('clearing_holds').insert({ hold_id: hold, account, amount: 100, status: 'open', expires_at: new Date(Date.now() + 60_000) });
+  await assert.rejects(binding.db.knex('clearing_holds').where({ hold_id: hold }).update({ drawn: 101 }), /check constraint/);
+  await assert.rejects(binding.db.knex('clearing_holds').where({ hold_id: hold }).update({ drawn: -1 }), /check constraint/);
 });
 
 test('§8 invariant 6: value is conserved; every posting balances its entry and every holder balance is the sum of its postings', async () => {
-  const knex = db.knex;
+  const knex = binding.db.knex;
   const total = await knex('clearing_postings').first(knex.raw('coalesce(sum(delta), 0)::text AS total'), knex.raw('count(*)::integer AS n'));
   assert.equal(total.total, '0');
   assert.ok(Number(total.n) > 1_000, `only ${total.n} postings: the check would prove nothing`);
@@ -579,6 +550,6 @@ test('§8 invariant 6: value is conserved; every posting balances its entry and 
   // and the machinery balances read through the API are the sums of their postings.
   for (const machinery of ['external:funding', 'external:adjustments', 'platform:fees']) {
     const sum = await knex('clearing_postings').where({ account: machinery }).first(knex.raw('coalesce(sum(delta), 0)::bigint AS total'));
-    assert.equal((await balanceOf(machinery)).balance, Number(sum.total));
+    assert.equal((await binding.balanceOf(machinery)).balance, Number(sum.total));
   }
 });

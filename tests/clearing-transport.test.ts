@@ -3,7 +3,7 @@
  * health check outside it, the three 404s kept apart, request validation that names the field,
  * the `{error, code}` body on every refusal, and a capability document that tells the truth.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
@@ -13,8 +13,7 @@ import supertest from 'supertest';
 import { createClearingApp } from '../src/clearing/app.ts';
 import { ALL_OPERATIONS, REQUIRED_OPERATIONS } from '../src/clearing/capabilities.ts';
 import { isLoopback, loopbackGate } from '../src/http/access.ts';
-import type { Database } from '../src/db/index.ts';
-import { openTestDatabase, testBinding, unique, type TestBinding } from './helpers/clearing.ts';
+import { refusalAssertion, testBinding, unique, useTestBinding, type TestBinding } from './helpers/clearing.ts';
 
 /** The §7.2 vocabulary: a conforming binding answers one of these on every error. */
 const CODES = new Set([
@@ -31,17 +30,11 @@ const CODES = new Set([
   'internal_error',
 ]);
 
-/** Asserts a refusal: the status, the §7 body with this code, no `state` (§10.2); returns the sentence. */
-function refused(res: supertest.Response, status: number, code: string): string {
-  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
-  assert.equal(res.body.code, code);
-  assert.ok(CODES.has(res.body.code));
-  assert.equal(typeof res.body.error, 'string');
-  assert.ok(res.body.error.length > 0);
-  assert.equal('state' in res.body, false);
-  assert.equal('applied' in res.body, false);
-  return res.body.error;
-}
+/**
+ * Asserts a refusal: the status, the §7 body with this code, a code of the §7.2 vocabulary, no
+ * `state` (§10.2) and no `applied`; returns the sentence.
+ */
+const refused = refusalAssertion({ vocabulary: CODES, withoutApplied: true });
 
 /** One request per contract operation, with a body that would be valid if the operation were offered. */
 function everyOperation(account: string): Record<string, (http: TestBinding['http']) => supertest.Test> {
@@ -64,17 +57,7 @@ function everyOperation(account: string): Record<string, (http: TestBinding['htt
   };
 }
 
-let db: Database;
-let binding: TestBinding;
-
-before(async () => {
-  db = await openTestDatabase();
-  binding = testBinding(db);
-});
-
-after(async () => {
-  await db.close();
-});
+const binding = useTestBinding();
 
 test('§3 isLoopback: loopback in IPv4, IPv6 and IPv4-mapped form; anything else is not', () => {
   assert.equal(isLoopback('127.0.0.1'), true);
@@ -169,7 +152,7 @@ test('§3 the gate refuses a real connection from a non-loopback address', async
     t.skip('this machine has no non-loopback IPv4 address');
     return;
   }
-  const server = createClearingApp({ db: db.knex }).listen(0, '0.0.0.0');
+  const server = createClearingApp({ db: binding.db.knex }).listen(0, '0.0.0.0');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   try {
     const base = `http://${external.address}:${(server.address() as AddressInfo).port}`;
@@ -205,7 +188,7 @@ test('§7.1 a path that is no operation answers 404 no_such_route, whatever the 
 });
 
 test('§5.2 a binding offering only the four REQUIRED operations answers 404 not_offered to every other one', async () => {
-  const minimal = testBinding(db, REQUIRED_OPERATIONS);
+  const minimal = testBinding(binding.db, REQUIRED_OPERATIONS);
   const account = await minimal.account();
   const requests = everyOperation(account);
   const notOffered = ALL_OPERATIONS.filter((op) => !REQUIRED_OPERATIONS.includes(op));
@@ -228,7 +211,7 @@ test('§5.2 a binding offering only the four REQUIRED operations answers 404 not
 });
 
 test('§5 the minimal binding declares exactly the four operations and no funding', async () => {
-  const minimal = testBinding(db, REQUIRED_OPERATIONS);
+  const minimal = testBinding(binding.db, REQUIRED_OPERATIONS);
   const res = await minimal.http.get('/internal/clearing/capabilities');
   assert.equal(res.status, 200);
   assert.deepEqual(res.body.operations, ['resolve-account', 'read-balance', 'read-settlement', 'settle']);

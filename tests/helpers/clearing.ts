@@ -1,9 +1,12 @@
 /**
  * Test fixtures for the reference binding: a migrated database (Postgres when `DATABASE_URL` is
- * set, else in-memory PGlite), the binding's app behind supertest, and run-unique identifiers so
- * tests share one Postgres database without seeing each other.
+ * set, else in-memory PGlite), the binding's app behind supertest, run-unique identifiers so
+ * tests share one Postgres database without seeing each other, and the assertions the clearing
+ * test files share.
  */
+import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { after, before } from 'node:test';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { openDatabase, type Database } from '../../src/db/index.ts';
@@ -21,7 +24,21 @@ export function unique(label: string): string {
   return `${label}-${randomUUID().slice(0, 8)}`;
 }
 
-/** A binding under test: its HTTP agent, its database, and helpers to make accounts. */
+/** An `expiresAt` one hour from now, for a hold that stays open through the test. */
+export function inOneHour(): string {
+  return new Date(Date.now() + 3_600_000).toISOString();
+}
+
+/** The §6.2 figures of an account, as read-balance answers them. */
+export interface BalanceFigures {
+  account: string;
+  balance: number;
+  available: number;
+  reserved: number;
+  pending: number;
+}
+
+/** A binding under test: its HTTP agent, its database, and helpers to make and read accounts. */
 export interface TestBinding {
   db: Database;
   http: TestAgent;
@@ -29,6 +46,8 @@ export interface TestBinding {
   account(label?: string): Promise<string>;
   /** Creates an account and credits it with `amount` micro-units; returns its id. */
   funded(amount: number, label?: string): Promise<string>;
+  /** Reads an account's §6.2 figures, asserting the read answers 200. */
+  balanceOf(account: string): Promise<BalanceFigures>;
 }
 
 /** Builds a binding over `db` offering `operations` (default: all). */
@@ -48,5 +67,56 @@ export function testBinding(db: Database, operations?: readonly OperationName[])
       await http.post('/internal/ledger/purchase').send({ txnId: unique('fund'), account: id, amount }).expect(200);
       return id;
     },
+    async balanceOf(id) {
+      const res = await http.get(`/internal/ledger/balance/${encodeURIComponent(id)}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body;
+    },
   };
 }
+
+/**
+ * Opens a test database and a binding over it (offering `operations`, default all) before the
+ * file's tests, and closes the database after them. The binding returned stands for the one
+ * opened: its members can be read inside the tests, not while the file loads.
+ */
+export function useTestBinding(operations?: readonly OperationName[]): TestBinding {
+  let opened: TestBinding | undefined;
+  before(async () => {
+    opened = testBinding(await openTestDatabase(), operations);
+  });
+  after(async () => {
+    await opened?.db.close();
+  });
+  return new Proxy({} as TestBinding, {
+    get(_, member) {
+      assert.ok(opened, 'the test binding opens in before(); read it inside a test');
+      return Reflect.get(opened, member);
+    },
+  });
+}
+
+/** What a refusal is held to beyond the §7 body and no `state`. */
+export interface RefusalRules {
+  /** The codes a refusal may carry (§7.2); any code when absent. */
+  vocabulary?: ReadonlySet<string>;
+  /** The body must not carry `applied` either. */
+  withoutApplied?: boolean;
+}
+
+/** The refusal assertion under `rules`: see `refused`. */
+export function refusalAssertion(rules: RefusalRules = {}) {
+  return (res: supertest.Response, status: number, code: string): string => {
+    assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.code, code);
+    if (rules.vocabulary) assert.ok(rules.vocabulary.has(res.body.code));
+    assert.equal(typeof res.body.error, 'string');
+    assert.ok(res.body.error.length > 0);
+    assert.equal('state' in res.body, false);
+    if (rules.withoutApplied) assert.equal('applied' in res.body, false);
+    return res.body.error;
+  };
+}
+
+/** Asserts a refusal: the status, the §7 body with this code, no `state` (§10.2); returns the sentence. */
+export const refused = refusalAssertion();
