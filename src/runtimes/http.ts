@@ -1,6 +1,6 @@
 /**
- * HTTP plumbing shared by the remote runtimes (`mcp`, `webhook`; gateway §6, §7 "Limits"):
- * the answer size limit, redirect detection and naming a connection failure.
+ * HTTP plumbing shared by the remote runtimes (`mcp`, `webhook`; gateway §6, §7 "Limits"): their
+ * options, the answer size limit, redirect detection and naming a connection failure.
  *
  * "10 MB" (DESIGN open point 12) is 10 MiB, 10,485,760 bytes, of one HTTP response body as
  * the runtime reads it, after any content decoding (so a compressed bomb is stopped too). It is
@@ -13,6 +13,19 @@ export const MAX_ANSWER_BYTES = 10 * 1024 * 1024;
 
 /** A fetch function: the global one, or the hosted gateway's guarded client (gateway §7 "Network safety"). */
 export type Fetch = typeof fetch;
+
+/** Options of a remote runtime (`createMcpRuntime`, `createWebhookRuntime`). */
+export interface RemoteRuntimeOptions {
+  /** The fetch used for every request to the agent's endpoint (default: global fetch). */
+  fetch?: Fetch;
+  /** The answer size limit in bytes (default {@link MAX_ANSWER_BYTES}). */
+  max_answer_bytes?: number;
+}
+
+/** `options` with their defaults filled in: the global fetch and {@link MAX_ANSWER_BYTES}. */
+export function remoteRuntimeSettings(options: RemoteRuntimeOptions): Required<RemoteRuntimeOptions> {
+  return { fetch: options.fetch ?? fetch, max_answer_bytes: options.max_answer_bytes ?? MAX_ANSWER_BYTES };
+}
 
 /**
  * `Authorization: Bearer <token>` when the author set an endpoint credential, else nothing: the

@@ -34,7 +34,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { ERROR_CODE_PATTERN, toQuote, toUnits } from './agent-context.mjs';
-import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, networkReason, redirectRefused, statusHint, tooLarge, watchBody, type Fetch } from './http.ts';
+import { credentialHeaders, isRedirect, networkReason, redirectRefused, remoteRuntimeSettings, statusHint, tooLarge, watchBody, type Fetch, type RemoteRuntimeOptions } from './http.ts';
 import { clip, failure, isObject, timedOut } from './outcome.ts';
 import type { RunOutcome, RunRequest, Runtime } from './types.ts';
 
@@ -53,18 +53,9 @@ const STREAM_END_GRACE_MS = 100;
  */
 const BACKSTOP_TIMEOUT_MS = 305_000;
 
-/** Options of {@link createMcpRuntime}. */
-export interface McpRuntimeOptions {
-  /** The fetch used for every request to the agent (default: global fetch). */
-  fetch?: Fetch;
-  /** The answer size limit in bytes (default {@link MAX_ANSWER_BYTES}). */
-  max_answer_bytes?: number;
-}
-
 /** The MCP runtime. Never throws: every problem is a `RunOutcome`. */
-export function createMcpRuntime(options: McpRuntimeOptions = {}): Runtime {
-  const baseFetch = options.fetch ?? fetch;
-  const maxBytes = options.max_answer_bytes ?? MAX_ANSWER_BYTES;
+export function createMcpRuntime(options: RemoteRuntimeOptions = {}): Runtime {
+  const { fetch: baseFetch, max_answer_bytes: maxBytes } = remoteRuntimeSettings(options);
   return {
     async run(request) {
       const { endpoint, tool } = request.target.runtime;

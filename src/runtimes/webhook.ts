@@ -25,22 +25,13 @@
  * `x-holon-call` lets its author recognise a call. Webhook answers carry no units or quote.
  */
 import { ERROR_CODE_PATTERN } from './agent-context.mjs';
-import { MAX_ANSWER_BYTES, credentialHeaders, isRedirect, networkReason, redirectRefused, statusHint, tooLarge, watchBody, type Fetch } from './http.ts';
+import { credentialHeaders, isRedirect, networkReason, redirectRefused, remoteRuntimeSettings, statusHint, tooLarge, watchBody, type RemoteRuntimeOptions } from './http.ts';
 import { clip, failure, isObject, timedOut } from './outcome.ts';
 import type { RunOutcome, RunRequest, Runtime } from './types.ts';
 
-/** Options of {@link createWebhookRuntime}. */
-export interface WebhookRuntimeOptions {
-  /** The fetch used to call the endpoint (default: global fetch). */
-  fetch?: Fetch;
-  /** The answer size limit in bytes (default {@link MAX_ANSWER_BYTES}). */
-  max_answer_bytes?: number;
-}
-
 /** The webhook runtime. Never throws: every problem is a `RunOutcome`. */
-export function createWebhookRuntime(options: WebhookRuntimeOptions = {}): Runtime {
-  const baseFetch = options.fetch ?? fetch;
-  const maxBytes = options.max_answer_bytes ?? MAX_ANSWER_BYTES;
+export function createWebhookRuntime(options: RemoteRuntimeOptions = {}): Runtime {
+  const { fetch: baseFetch, max_answer_bytes: maxBytes } = remoteRuntimeSettings(options);
   return {
     async run(request) {
       const { endpoint } = request.target.runtime;
