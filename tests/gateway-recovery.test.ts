@@ -33,65 +33,62 @@ function receiptRow(gw: TestGateway, mandate: string, status: string, agent: str
 }
 
 describe('§7 restarts', () => {
-  test('a call left running with a hold is closed failed/gateway_restarted, never billed, its hold and reservation released', async () => {
+  // One gateway stops with two calls in flight; the next one starts on its data.
+  let second: TestGateway;
+  const leaf = { mandate: '', payer: '', receipt: '', before: {} as Record<string, number> };
+  const tree = { mandate: '', payer: '', receipt: '', child: '', before: {} as Record<string, number> };
+  before(async () => {
     const first = await startTestGateway();
-    const mandate = await first.mandate();
-    const before = await first.balances([mandate.payer]);
-    const inflight = callInFlight(first, { mandate: mandate.id, agent: 'gt/sleeper', input: { do: 'hang' } });
-    const row = await receiptRow(first, mandate.id, 'running', 'gt/sleeper@1.0.0');
+    const leafMandate = await first.mandate();
+    const treeMandate = await first.mandate();
+    Object.assign(leaf, { mandate: leafMandate.id, payer: leafMandate.payer, before: await first.balances([leafMandate.payer]) });
+    Object.assign(tree, { mandate: treeMandate.id, payer: treeMandate.payer, before: await first.balances([treeMandate.payer, 'gt']) });
+    // gt/sleeper never answers; gto/pass has its child gt/run finished and paid, then never answers.
+    const inflight = [
+      callInFlight(first, { mandate: leaf.mandate, agent: 'gt/sleeper', input: { do: 'hang' } }),
+      callInFlight(first, { mandate: tree.mandate, agent: 'gto/pass', input: { calls: [{ agent: 'gt/run' }], do: 'hang' } }),
+    ];
+    const row = await receiptRow(first, leaf.mandate, 'running', 'gt/sleeper@1.0.0');
     assert.equal(row.hold_id, `hold:${row.id}`);
-    await waitFor(async () => (await first.reserved(mandate.payer)) === 100_000);
+    leaf.receipt = row.id;
+    await waitFor(async () => (await first.reserved(leaf.payer)) === 100_000);
+    tree.child = (await receiptRow(first, tree.mandate, 'succeeded', 'gt/run@1.0.0')).id;
+    tree.receipt = (await receiptRow(first, tree.mandate, 'running', 'gto/pass@1.0.0')).id;
     await first.close({ keep: true });
-    await inflight;
+    await Promise.all(inflight);
+    second = await startTestGateway({ dir: first.dir });
+    await second.settle();
+  });
+  after(() => second?.close());
 
-    const second = await startTestGateway({ dir: first.dir });
-    try {
-      const receipt = await second.receipt(row.id);
-      assert.equal(receipt.status, 'failed');
-      assert.equal(receipt.error?.code, 'gateway_restarted');
-      assert.equal(receipt.billed, false);
-      assert.deepEqual(receipt.cost, NOTHING);
-      await second.settle();
-      assert.equal(await second.reserved(mandate.payer), 0);
-      assert.deepEqual(await second.balances([mandate.payer]), before);
-      const budget = (await second.http.get(`/v0/mandates/${mandate.id}`).expect(200)).body.budget;
-      assert.deepEqual(budget, { currency: 'EUR', total: '10.00', spent: '0.00', reserved: '0.00', remaining: '10.00' });
-      const release = (await second.http.get('/v0/settlements?status=posted').expect(200)).body.settlements.find((s: { receipt: string }) => s.receipt === row.id);
-      assert.equal(release.txn_id, `release:hold:${row.id}`);
-    } finally {
-      await second.close();
-    }
+  test('a call left running with a hold is closed failed/gateway_restarted, never billed, its hold and reservation released', async () => {
+    const receipt = await second.receipt(leaf.receipt);
+    assert.equal(receipt.status, 'failed');
+    assert.equal(receipt.error?.code, 'gateway_restarted');
+    assert.equal(receipt.billed, false);
+    assert.deepEqual(receipt.cost, NOTHING);
+    assert.equal(await second.reserved(leaf.payer), 0);
+    assert.deepEqual(await second.balances([leaf.payer]), leaf.before);
+    const budget = (await second.http.get(`/v0/mandates/${leaf.mandate}`).expect(200)).body.budget;
+    assert.deepEqual(budget, { currency: 'EUR', total: '10.00', spent: '0.00', reserved: '0.00', remaining: '10.00' });
+    const release = (await second.http.get('/v0/settlements?status=posted').expect(200)).body.settlements.find((s: { receipt: string }) => s.receipt === leaf.receipt);
+    assert.equal(release.txn_id, `release:hold:${leaf.receipt}`);
   });
 
   test('downstream calls that had finished stay paid and count against the mandate', async () => {
-    const first = await startTestGateway();
-    const mandate = await first.mandate();
-    const before = await first.balances([mandate.payer, 'gt']);
-    // gto/pass has its finished child gt/run paid, then hangs.
-    const inflight = callInFlight(first, { mandate: mandate.id, agent: 'gto/pass', input: { calls: [{ agent: 'gt/run' }], do: 'hang' } });
-    const child = await receiptRow(first, mandate.id, 'succeeded', 'gt/run@1.0.0');
-    const parent = await receiptRow(first, mandate.id, 'running', 'gto/pass@1.0.0');
-    await first.close({ keep: true });
-    await inflight;
-
-    const second = await startTestGateway({ dir: first.dir });
-    try {
-      const receipt = await second.receipt(parent.id);
-      assert.equal(receipt.status, 'failed');
-      assert.equal(receipt.error?.code, 'gateway_restarted');
-      assert.equal(receipt.billed, false);
-      assert.deepEqual(receipt.children, [child.id]);
-      assert.deepEqual(receipt.cost, { own: '0.00', downstream: '0.10', total: '0.10' });
-      assert.equal(receipt.calls[0].status, 'succeeded');
-      assert.equal(receipt.calls[0].billed, true);
-      const after = await second.balances([mandate.payer, 'gt']);
-      assert.deepEqual(deltas(before, after), { [mandate.payer]: -100_000, gt: 90_000 });
-      assert.equal(await second.reserved(mandate.payer), 0);
-      const budget = (await second.http.get(`/v0/mandates/${mandate.id}`).expect(200)).body.budget;
-      assert.deepEqual(budget, { currency: 'EUR', total: '10.00', spent: '0.10', reserved: '0.00', remaining: '9.90' });
-    } finally {
-      await second.close();
-    }
+    const receipt = await second.receipt(tree.receipt);
+    assert.equal(receipt.status, 'failed');
+    assert.equal(receipt.error?.code, 'gateway_restarted');
+    assert.equal(receipt.billed, false);
+    assert.deepEqual(receipt.children, [tree.child]);
+    assert.deepEqual(receipt.cost, { own: '0.00', downstream: '0.10', total: '0.10' });
+    assert.equal(receipt.calls[0].status, 'succeeded');
+    assert.equal(receipt.calls[0].billed, true);
+    const after = await second.balances([tree.payer, 'gt']);
+    assert.deepEqual(deltas(tree.before, after), { [tree.payer]: -100_000, gt: 90_000 });
+    assert.equal(await second.reserved(tree.payer), 0);
+    const budget = (await second.http.get(`/v0/mandates/${tree.mandate}`).expect(200)).body.budget;
+    assert.deepEqual(budget, { currency: 'EUR', total: '10.00', spent: '0.10', reserved: '0.00', remaining: '9.90' });
   });
 });
 

@@ -7,13 +7,14 @@
  * assert balance deltas, never absolute balances of shared accounts.
  *
  * Creating and migrating a PGlite directory takes seconds; a migrated, empty directory is
- * therefore built once per migration set (`<tmpdir>/holon-test-pglite-<hash>`) and copied for
- * each gateway, which opens in about one second.
+ * therefore built once per migration set (`holon-test-pglite-<hash>`, in `/dev/shm` when there is
+ * one, else the temp directory) and copied for each gateway, which opens in about one second.
  *
  * Money is integer micro-units; `micros('0.10')` and `money(100_000)` convert at the edges.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { constants } from 'node:fs';
 import { access, cp, mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -100,13 +101,23 @@ export interface TestGatewayOptions {
   clearing_url?: string;
 }
 
+/** Where test data lives: memory-backed `/dev/shm` when there is one (copies and fsyncs cost nothing), else the temp directory. */
+async function scratchRoot(): Promise<string> {
+  try {
+    await access('/dev/shm', constants.W_OK);
+    return '/dev/shm';
+  } catch {
+    return tmpdir();
+  }
+}
+
 /** A migrated, empty PGlite directory for the current migrations, built once and reused across test files. */
 async function templateDir(): Promise<string> {
   const hash = createHash('sha256');
   const migrations = path.join(ROOT, 'migrations');
   for (const file of (await readdir(migrations)).sort()) hash.update(file).update(await readFile(path.join(migrations, file)));
   hash.update(await readFile(path.join(ROOT, 'node_modules', '@electric-sql', 'pglite', 'package.json')));
-  const dir = path.join(tmpdir(), `holon-test-pglite-${hash.digest('hex').slice(0, 16)}`);
+  const dir = path.join(await scratchRoot(), `holon-test-pglite-${hash.digest('hex').slice(0, 16)}`);
   try {
     await access(dir);
     return dir;
@@ -126,7 +137,7 @@ async function templateDir(): Promise<string> {
 
 /** A fresh data directory: on PGlite, `gateway/` and `clearing/` copied from the migrated template. */
 export async function freshDataDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'holon-gateway-test-'));
+  const dir = await mkdtemp(path.join(await scratchRoot(), 'holon-gateway-test-'));
   if (!onPostgres()) {
     const template = await templateDir();
     await cp(template, path.join(dir, 'gateway'), { recursive: true });
