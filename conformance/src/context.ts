@@ -193,6 +193,12 @@ export class CheckContext {
     return { holdId, body: applied(reply, `open-hold ${holdId} of ${amount}`, true), reply };
   }
 
+  /** Makes sure the payer has `amount` available (see `ensureAvailable`), then opens a hold of `amount` on it (see `openHold`). */
+  async openFundedHold(amount: number): Promise<{ holdId: string; body: Json; reply: Reply }> {
+    await this.ensureAvailable(amount);
+    return this.openHold(amount);
+  }
+
   /** Settles `retail` from payer to payee (`rate` defaults to retail); fails unless applied (§6.8). */
   async settle(retail: number, rate = retail): Promise<{ txnId: string; body: Json; reply: Reply }> {
     const txnId = this.id('settle');

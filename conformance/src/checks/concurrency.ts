@@ -25,8 +25,7 @@ export const concurrencyChecks = checksOf('concurrency', [
     title: `${PARALLEL} parallel draws on one hold never bill more than its cap, and the balance moves by what they billed`,
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const before = await ctx.figures(ctx.payer);
       const replies = await Promise.all(Array.from({ length: PARALLEL }, () => ctx.wire.draw({
         holdId, txnId: ctx.id('draw'), caller: ctx.payer, owner: ctx.payee, lines: [{ meter: 'calls', amount: ctx.amount(3) }],

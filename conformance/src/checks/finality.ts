@@ -86,8 +86,7 @@ export const finalityChecks = checksOf('finality', [
     needs: ['open-hold'],
     title: 'opening, resizing and releasing a hold are immediate: no pending or failed state on any hold answer of the run',
     async run(ctx) {
-      await ctx.ensureAvailable(ctx.amount(2));
-      const { holdId } = await ctx.openHold(ctx.amount(2));
+      const { holdId } = await ctx.openFundedHold(ctx.amount(2));
       if (ctx.offers('resize-hold')) applied(await ctx.wire.resizeHold({ holdId, amount: ctx.amount(1) }), 'resize-hold', true);
       if (ctx.offers('release-hold')) applied(await ctx.wire.releaseHold({ holdId }), 'release-hold', true);
       ensureEveryExchange(acceptedOf(ctx, HOLD_WRITES), stateProblems(['settled'], false), 'a hold answer', 'state absent (or settled) on open-hold, resize-hold and release-hold (§10.6)');

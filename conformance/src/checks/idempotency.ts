@@ -61,7 +61,7 @@ export const idempotencyChecks = checksOf('idempotency', [
     async run(ctx) {
       const { txnId } = await ctx.settle(ctx.amount(1));
       const holdId = ctx.offers('open-hold') && ctx.offers('read-reservation')
-        ? (await ctx.ensureAvailable(ctx.amount(1)), (await ctx.openHold(ctx.amount(1))).holdId)
+        ? (await ctx.openFundedHold(ctx.amount(1))).holdId
         : null;
       for (const [op, read, fields] of repeatableReads(ctx, txnId, holdId)) {
         const first = await read();
@@ -182,8 +182,7 @@ export const idempotencyChecks = checksOf('idempotency', [
     title: 'reopening a hold with another amount is refused 422 terms_conflict, never silently reconciled',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const before = await ctx.figures(ctx.payer);
       const reply = await ctx.wire.openHold({ holdId, account: ctx.payer, amount: ctx.amount(5), expiresAt: ctx.expiresAt(600_000) });
       refused(reply, 'reopening a hold with another amount', { status: [422], codes: ['terms_conflict'] });
@@ -219,8 +218,7 @@ export const idempotencyChecks = checksOf('idempotency', [
     title: 'a repeated draw posts nothing and answers applied false with the same billed figure and the same stored lines',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const body = { holdId, txnId: ctx.id('draw'), caller: ctx.payer, owner: ctx.payee, lines: [{ meter: 'a', amount: ctx.amount(6) }, { meter: 'b', amount: ctx.amount(6) }] };
       const first = applied(await ctx.wire.draw(body), 'the first draw', true);
       const before = await ctx.figures(ctx.payer);
@@ -239,8 +237,7 @@ export const idempotencyChecks = checksOf('idempotency', [
     title: 'a second release answers applied false and released 0, and hands nothing back twice',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       applied(await ctx.wire.releaseHold({ holdId }), 'the first release', true);
       const before = await ctx.figures(ctx.payer);
       const reply = await ctx.wire.releaseHold({ holdId });
@@ -266,8 +263,7 @@ export const idempotencyChecks = checksOf('idempotency', [
         probed = true;
       }
       if (ctx.offers('open-hold')) {
-        await ctx.ensureAvailable(ctx.amount(1));
-        const { holdId } = await ctx.openHold(ctx.amount(1));
+        const { holdId } = await ctx.openFundedHold(ctx.amount(1));
         await ensureOwnNamespace(ctx, holdId, 'a hold');
         probed = true;
       }

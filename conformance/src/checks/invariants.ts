@@ -63,8 +63,7 @@ export const invariantChecks = checksOf('invariants', [
     title: 'available = balance - reserved - pending on every figure read of the run; reserved is what open holds still commit',
     async run(ctx) {
       if (ctx.offers('open-hold')) {
-        await ctx.ensureAvailable(ctx.amount(10));
-        const { holdId } = await ctx.openHold(ctx.amount(10));
+        const { holdId } = await ctx.openFundedHold(ctx.amount(10));
         if (ctx.offers('draw')) await ctx.draw(holdId, [{ meter: 'calls', amount: ctx.amount(4) }]);
       }
       await ctx.figures(ctx.payer);
@@ -98,8 +97,7 @@ export const invariantChecks = checksOf('invariants', [
         txnIds.push(txnId);
       }
       if (ctx.offers('open-hold') && ctx.offers('draw')) {
-        await ctx.ensureAvailable(ctx.amount(5));
-        const { holdId } = await ctx.openHold(ctx.amount(5));
+        const { holdId } = await ctx.openFundedHold(ctx.amount(5));
         txnIds.push((await ctx.draw(holdId, [{ meter: 'calls', amount: ctx.amount(2) }])).txnId);
       }
       for (const txnId of txnIds) await ctx.settlement(txnId);

@@ -56,8 +56,7 @@ async function exercise(ctx: CheckContext): Promise<void> {
   await ctx.figures(ctx.payer);
   if (ctx.offers('read-summary')) await ctx.wire.readSummary(ctx.payer);
   if (ctx.offers('open-hold')) {
-    await ctx.ensureAvailable(ctx.amount(2));
-    const { holdId } = await ctx.openHold(ctx.amount(2));
+    const { holdId } = await ctx.openFundedHold(ctx.amount(2));
     if (ctx.offers('read-reservation')) await ctx.wire.readReservation(holdId);
     if (ctx.offers('release-hold')) await ctx.wire.releaseHold({ holdId });
   }

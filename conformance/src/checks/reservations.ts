@@ -50,8 +50,7 @@ async function storedLines(ctx: CheckContext, holdId: string, txnId: string): Pr
  */
 async function clampScenario(ctx: CheckContext): Promise<{ body: Json; reply: Reply; lines: Json[]; stored: { lines: Json[]; reply: Reply } | null }> {
   const cap = ctx.amount(10);
-  await ctx.ensureAvailable(cap);
-  const { holdId } = await ctx.openHold(cap);
+  const { holdId } = await ctx.openFundedHold(cap);
   const { txnId, body, reply } = await ctx.draw(holdId, [
     { meter: 'first', amount: ctx.amount(6) }, { meter: 'second', amount: ctx.amount(6) }, { meter: 'third', amount: ctx.amount(3) },
   ]);
@@ -111,8 +110,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'open-hold answers the reservation record (open, nothing drawn) and the available left',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId, body, reply } = await ctx.openHold(cap);
+      const { holdId, body, reply } = await ctx.openFundedHold(cap);
       const record = reservationOf(body, reply, 'open-hold');
       const problems = reservationProblems(record);
       ensure(problems.length === 0, 'the reservation record is malformed', 'the §6.5 record', problems.join('; '), reply);
@@ -183,8 +181,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'the refusal of a reused holdId with other terms names the existing terms (account and amount)',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const reply = await ctx.wire.openHold({ holdId, account: ctx.payer, amount: ctx.amount(5), expiresAt: ctx.expiresAt(600_000) });
       const body = refused(reply, 'reopening a hold with another amount', { status: [422], codes: ['terms_conflict'] });
       const text = String(body.error);
@@ -221,8 +218,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'a raise that available does not cover is refused 422 insufficient_funds and changes nothing',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const before = await ctx.figures(ctx.payer);
       const target = cap + Math.max(before.available, 0) + ctx.amount(1);
       const reply = await ctx.wire.resizeHold({ holdId, amount: target });
@@ -239,8 +235,7 @@ export const reservationChecks = checksOf('reservations', [
     async run(ctx) {
       const cap = ctx.amount(10);
       const reduced = ctx.amount(6);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const before = await ctx.figures(ctx.payer);
       const reply = await ctx.wire.resizeHold({ holdId, amount: reduced });
       applied(reply, `resize-hold ${holdId} to ${reduced}`, true);
@@ -257,8 +252,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'a cap cannot shrink below what was drawn: refused with 422, nothing changes',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       await ctx.draw(holdId, [{ meter: 'calls', amount: ctx.amount(6) }]);
       const before = await ctx.figures(ctx.payer);
       const reply = await ctx.wire.resizeHold({ holdId, amount: ctx.amount(4) });
@@ -291,8 +285,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'a draw within the cap bills every line, moves the billed amount payer to owner and spends the cap, not available',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const payer = await ctx.figures(ctx.payer);
       const payee = await ctx.figures(ctx.payee);
       const { body, reply } = await ctx.draw(holdId, [{ meter: 'calls', amount: ctx.amount(3) }, { meter: 'tokens', amount: ctx.amount(2) }]);
@@ -315,8 +308,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'a draw reads back as one settled transaction with no margin: the owner earns what the payer paid',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const billed = ctx.amount(4);
       const { txnId, reply: drawReply } = await ctx.draw(holdId, [{ meter: 'calls', amount: billed }]);
       const { body, reply } = await ctx.settlement(txnId);
@@ -371,8 +363,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'a stored draw carries count, per and per_unit, and amount = floor(count * per_unit / per)',
     async run(ctx) {
       const cap = ctx.amount(100);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const perUnit = ctx.amount(3);
       const amount = Math.floor((7 * perUnit) / 2);
       const { txnId } = await ctx.draw(holdId, [{ meter: 'tokens', unit: 'token', count: 7, per: 2, per_unit: perUnit, amount }]);
@@ -392,8 +383,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'the divisor is written out even when it is 1 (a line sent without per is stored with per 1)',
     async run(ctx) {
       const cap = ctx.amount(100);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const perUnit = ctx.amount(2);
       const { txnId } = await ctx.draw(holdId, [{ meter: 'calls', unit: 'call', count: 5, per_unit: perUnit, amount: 5 * perUnit }]);
       const { lines, reply } = await storedLines(ctx, holdId, txnId);
@@ -408,8 +398,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'a pass-through line without upstream_receipt is refused with 422; with one, the receipt is stored',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const before = await ctx.figures(ctx.payer);
       const bare = await tryDraw(ctx, holdId, [{ meter: 'upstream', amount: ctx.amount(1), pass_through: true }]);
       refused(bare.reply, 'a pass-through line without its upstream receipt', INVALID);
@@ -428,8 +417,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'a draw whose caller is not the hold\'s account is refused with 422 and moves nothing',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const before = await ctx.figures(ctx.payer);
       const { txnId, reply } = await tryDraw(ctx, holdId, [{ meter: 'calls', amount: ctx.amount(1) }], ctx.payee);
       refused(reply, 'a draw naming the payee as caller on the payer\'s hold', REFUSED);
@@ -444,8 +432,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'draw refuses no lines, a negative line and a line without meter (422), and an unknown hold, moving nothing',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const before = await ctx.figures(ctx.payer);
       const cases: [string, unknown[]][] = [
         ['no lines', []],
@@ -471,8 +458,7 @@ export const reservationChecks = checksOf('reservations', [
     async run(ctx) {
       const cap = ctx.amount(10);
       const drawn = ctx.offers('draw') ? ctx.amount(4) : 0;
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       if (drawn > 0) await ctx.draw(holdId, [{ meter: 'calls', amount: drawn }]);
       const before = await ctx.figures(ctx.payer);
       const reply = await ctx.wire.releaseHold({ holdId, reason: 'holon-conformance' });
@@ -492,8 +478,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'a released hold admits no further work: a draw against it is refused with 422 and moves nothing',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       applied(await ctx.wire.releaseHold({ holdId }), `release-hold ${holdId}`, true);
       const before = await ctx.figures(ctx.payer);
       const { txnId, reply } = await tryDraw(ctx, holdId, [{ meter: 'calls', amount: ctx.amount(1) }]);
@@ -509,8 +494,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'list-reservations answers the figures and the records, including an open hold with its cap',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const reply = await ctx.wire.listReservations(ctx.payer);
       const body = answered(reply, `list-reservations ${ctx.payer}`);
       const records = Array.isArray(body.reservations) ? body.reservations : [];
@@ -529,8 +513,7 @@ export const reservationChecks = checksOf('reservations', [
     title: 'read-reservation answers the record plus its draws, oldest first, each a complete draw record',
     async run(ctx) {
       const cap = ctx.amount(10);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const txnIds: string[] = [];
       if (ctx.offers('draw')) {
         for (const meter of ['first', 'second']) txnIds.push((await ctx.draw(holdId, [{ meter, amount: ctx.amount(1) }])).txnId);

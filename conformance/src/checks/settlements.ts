@@ -362,8 +362,7 @@ export const settlementChecks = checksOf('settlements', [
     async run(ctx) {
       const cap = ctx.amount(10);
       const drawn = ctx.amount(4);
-      await ctx.ensureAvailable(cap);
-      const { holdId } = await ctx.openHold(cap);
+      const { holdId } = await ctx.openFundedHold(cap);
       const { txnId } = await ctx.draw(holdId, [{ meter: 'calls', amount: drawn }]);
       applied(await ctx.wire.releaseHold({ holdId, reason: 'holon-conformance' }), `release-hold ${holdId}`, true);
       const before = await ctx.figures(ctx.payer);
