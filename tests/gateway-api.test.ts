@@ -292,3 +292,39 @@ test('GET /v0/accounts: balances of payers, authors and the platform', async () 
   assert.ok(accounts.some((a: { account: string }) => a.account === 'gt'));
   assert.ok(accounts.some((a: { account: string }) => a.account === 'holon'));
 });
+
+test('GET /v0/agents: ranked search; with a mandate, costs in its currency and denied agents listed with a reason', async () => {
+  const mandate = await gw.mandate({ deny: { agents: ['gt/tie-b'] }, budget: { total: '10.00', currency: 'EUR', fx: { USD: '0.9' } } });
+  const ties = (await gw.http.get(`/v0/agents?capability=gt.tie&mandate=${mandate.id}`).expect(200)).body.agents;
+  assert.deepEqual(
+    ties.map((a: Record<string, unknown>) => [a.id, a.worst_case, a.currency, a.allowed]),
+    [
+      ['gt/tie-a', '0.01', 'EUR', 'allow'],
+      ['gt/tie-b', '0.01', 'EUR', 'deny'],
+    ],
+  );
+  assert.match(ties[1].reason, /deny\.agents "gt\/tie-b"/);
+  assert.equal(ties[0].reason, null);
+
+  const converted = (await gw.http.get(`/v0/agents?capability=gt.usd&mandate=${mandate.id}`).expect(200)).body.agents;
+  assert.deepEqual([converted[0].worst_case, converted[0].currency], ['0.90', 'EUR']);
+  const listed = (await gw.http.get('/v0/agents?capability=gt.usd').expect(200)).body.agents;
+  assert.deepEqual([listed[0].worst_case, listed[0].currency, listed[0].allowed], ['1.00', 'USD', null]);
+
+  const words = (await gw.http.get('/v0/agents?q=gtfork%2015%25').expect(200)).body.agents;
+  assert.deepEqual(words.map((a: { id: string }) => a.id), ['gtfork/fork']);
+  await gw.http.get(`/v0/agents?mandate=${mandate.payer}/nothing`).expect(404);
+});
+
+test('GET /v0/agents/{ns}/{name}: the manifest, the listed versions and the measured record', async () => {
+  const mandate = await gw.mandate();
+  const before = (await gw.http.get('/v0/agents/gt/attempt').expect(200)).body.measured;
+  await gw.call({ mandate: mandate.id, agent: 'gt/attempt', input: {} }).expect(200);
+  await gw.call({ mandate: mandate.id, agent: 'gt/attempt', input: { do: 'crash' } }).expect(502);
+  const read = (await gw.http.get('/v0/agents/gt/attempt').expect(200)).body;
+  assert.equal(read.manifest.id, 'gt/attempt');
+  assert.deepEqual(read.versions, ['1.0.0']);
+  assert.equal(read.measured.runs, before.runs + 2);
+  assert.equal(read.measured.successes, before.successes + 1);
+  await gw.http.get('/v0/agents/gt/nobody').expect(404);
+});

@@ -145,6 +145,23 @@ describe('outbox (clearing-contract §13)', () => {
     assert.equal(await gw.reserved(mandate.payer), 0);
   });
 
+  test('with the binding unreachable when the hold is opened, the call answers 503: nothing reserved or billed', async () => {
+    const mandate = await gw.mandate();
+    binding.down();
+    try {
+      const response = await gw.call({ mandate: mandate.id, agent: 'gt/run', input: {} });
+      assert.equal(response.status, 503);
+      assert.equal(response.body.code, 'clearing_unavailable');
+      assert.equal(response.body.receipt.status, 'failed');
+      assert.equal(response.body.receipt.billed, false);
+      const budget = (await gw.http.get(`/v0/mandates/${mandate.id}`).expect(200)).body.budget;
+      assert.deepEqual(budget, { currency: 'EUR', total: '10.00', spent: '0.00', reserved: '0.00', remaining: '10.00' });
+    } finally {
+      binding.up();
+    }
+    assert.equal(await gw.reserved(mandate.payer), 0);
+  });
+
   test('a refusal is not retried: the intent is abandoned and listed for the operator; the hold is still released', async () => {
     // This binding has no account for gtbase: the settlement of gtbase/base is refused (404).
     const mandate = await gw.mandate();

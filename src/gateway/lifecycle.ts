@@ -392,12 +392,15 @@ export class Gateway {
     const delegate: Delegate = async (target, input, options) => {
       if (!sub) throw new Error(`${call.receipt.agent} declares no calls: it cannot delegate`);
       const request: CallRequest = { mandate: sub.id, input, ...(typeof target === 'string' ? { agent: target } : target), ...(options?.max_cost ? { max_cost: options.max_cost } : {}) };
-      const receipt = await nextReceiptId(this.deps.db);
-      call.receipt.children.push(receipt);
       const mode = manifest.downstream?.mode === 'included' ? 'included' : 'passthrough';
-      const pending = this.call(request, { receipt, parent: { receipt: call.id, orchestrator: agent, sub, payer: sub.payer, mode } });
+      // Registered before the first await, so a run that times out meanwhile still waits for this call (§3).
+      const pending = nextReceiptId(this.deps.db).then((id) => {
+        call.receipt.children.push(id);
+        return this.call(request, { receipt: id, parent: { receipt: call.id, orchestrator: agent, sub: sub!, payer: sub!.payer, mode } });
+      });
       children.push(pending);
       const result = await pending;
+      const receipt = result.receipt.id;
       return result.http === 200
         ? { ok: true, output: result.output, receipt }
         : { ok: false, error: result.error ?? { code: result.receipt.status, message: result.receipt.status }, receipt };
