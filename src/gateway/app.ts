@@ -45,8 +45,8 @@ async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, cu
   return { error: result.error!.message, code: result.error!.code, receipt };
 }
 
-/** Builds the gateway's Koa app. */
-export function createGatewayApp(options: GatewayAppOptions): Koa {
+/** Builds the gateway's Koa app; `close()` ends its MCP sessions. */
+export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(): Promise<void> } {
   const { db, gateway, registry, clearing, currency } = options;
 
   const handlers: Record<string, MountedHandler> = {
@@ -127,7 +127,8 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
 
   const app = new Koa();
   app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
-  app.use(mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger }));
+  const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger });
+  app.use(mcp);
   mountOperations(app, { table: operationTable, schemaDocument, handlers });
-  return app;
+  return { app, close: mcp.close };
 }

@@ -152,7 +152,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
   outbox.start();
   const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
 
-  const app = createGatewayApp({
+  const { app, close: closeApp } = createGatewayApp({
     db,
     gateway,
     registry,
@@ -180,6 +180,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
     outbox,
     db: database,
     async close() {
+      await closeApp();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await outbox.stop();

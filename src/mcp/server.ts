@@ -152,22 +152,41 @@ async function askHuman(server: McpServer, options: McpOptions, held: CallResult
   return { http: 403, receipt, error: receipt.error!, total_micros: 0 };
 }
 
-/** Koa middleware serving `/mcp` (any method), one stateful transport per session; other paths pass through. */
-export function mcpMiddleware(options: McpOptions): Koa.Middleware {
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
-  return async (ctx, next) => {
+/** At most this many MCP sessions at once; a new client beyond it is asked to retry. */
+export const MAX_SESSIONS = 256;
+
+/** A session without a request for this long is closed (the client initializes again). */
+export const SESSION_IDLE_MS = 30 * 60_000;
+
+/**
+ * Koa middleware serving `/mcp` (any method), one stateful transport per session, bounded by
+ * {@link MAX_SESSIONS} and {@link SESSION_IDLE_MS}; other paths pass through. `close()` ends
+ * every session and the idle sweep.
+ */
+export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): Promise<void> } {
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; seen_ms: number }>();
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const session of sessions.values()) if (now - session.seen_ms > SESSION_IDLE_MS) void session.transport.close();
+  }, 60_000);
+  sweep.unref();
+  const refuse = (ctx: Koa.Context, status: number, message: string) => {
+    ctx.status = status;
+    ctx.body = { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
+  };
+  const middleware = async (ctx: Koa.Context, next: Koa.Next) => {
     if (ctx.path !== '/mcp') return next();
     const sessionId = ctx.get('mcp-session-id');
-    let transport = sessionId ? sessions.get(sessionId) : undefined;
+    const session = sessionId ? sessions.get(sessionId) : undefined;
+    let transport = session?.transport;
+    if (session) session.seen_ms = Date.now();
     if (!transport) {
-      if (sessionId || ctx.method !== 'POST') {
-        ctx.status = sessionId ? 404 : 400;
-        ctx.body = { jsonrpc: '2.0', error: { code: -32000, message: sessionId ? `no MCP session ${sessionId}: initialize again` : 'start with an initialize request' }, id: null };
-        return;
-      }
+      if (sessionId) return refuse(ctx, 404, `no MCP session ${sessionId}: initialize again`);
+      if (ctx.method !== 'POST') return refuse(ctx, 400, 'start with an initialize request');
+      if (sessions.size >= MAX_SESSIONS) return refuse(ctx, 503, `${MAX_SESSIONS} MCP sessions are open: try again shortly`);
       const created = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void sessions.set(id, created),
+        onsessioninitialized: (id) => void sessions.set(id, { transport: created, seen_ms: Date.now() }),
       });
       created.onclose = () => {
         if (created.sessionId) sessions.delete(created.sessionId);
@@ -178,4 +197,10 @@ export function mcpMiddleware(options: McpOptions): Koa.Middleware {
     ctx.respond = false;
     await transport.handleRequest(ctx.req, ctx.res);
   };
+  return Object.assign(middleware, {
+    async close() {
+      clearInterval(sweep);
+      await Promise.all([...sessions.values()].map((session) => session.transport.close()));
+    },
+  });
 }
