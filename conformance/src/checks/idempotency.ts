@@ -3,7 +3,7 @@
  * nothing, and different intents never deduplicate against each other.
  */
 import { checksOf } from '../check.ts';
-import type { CheckContext } from '../context.ts';
+import type { CheckContext, Figures } from '../context.ts';
 import type { OperationName } from '../contract.ts';
 import { answered, applied, asObject, ensure, ensureEqual, ensureMoved, gotOf, jsonEqual, NotApplicable, REFUSED, refused, type Json } from '../expect.ts';
 import type { Reply } from '../wire.ts';
@@ -33,6 +33,20 @@ function repeatableReads(ctx: CheckContext, txnId: string, holdId: string | null
   ];
   if (holdId !== null) reads.push(['read-reservation', () => w.readReservation(holdId), ['hold_id', 'amount', 'drawn', 'status', 'draws']]);
   return reads.filter(([op]) => ctx.offers(op));
+}
+
+/**
+ * Sends one request twice: the first must apply (`first` names it in a failure), the repeat must
+ * answer applied false (`repeat`), §9. Answers both bodies, the repeat's reply, and the payer's
+ * figures read between the two.
+ */
+async function sendTwice(
+  ctx: CheckContext, send: () => Promise<Reply>, first: string, repeat: string,
+): Promise<{ first: Json; again: Json; before: Figures; reply: Reply }> {
+  const firstBody = applied(await send(), first, true);
+  const before = await ctx.figures(ctx.payer);
+  const reply = await send();
+  return { first: firstBody, again: applied(reply, repeat, false), before, reply };
 }
 
 /** Fails when an answer claims to replay another intent's identifier (§9 "different doors, different keys"). */
@@ -81,10 +95,7 @@ export const idempotencyChecks = checksOf('idempotency', [
     title: 'a repeated credit answers applied false and changes no balance',
     async run(ctx) {
       const body = { txnId: ctx.id('credit'), account: ctx.payer, amount: ctx.amount(3) };
-      applied(await ctx.wire.credit(body), 'the first credit', true);
-      const before = await ctx.figures(ctx.payer);
-      const reply = await ctx.wire.credit(body);
-      applied(reply, 'the repeated credit', false);
+      const { before, reply } = await sendTwice(ctx, () => ctx.wire.credit(body), 'the first credit', 'the repeated credit');
       ensureMoved('a repeated credit', 'balance', before, await ctx.figures(ctx.payer), 0, reply);
     },
   },
@@ -133,10 +144,8 @@ export const idempotencyChecks = checksOf('idempotency', [
       const retail = ctx.amount(3);
       const { txnId } = await ctx.settle(retail);
       const body = { txnId: ctx.id('reverse'), reverses: txnId, reason: 'holon-conformance' };
-      applied(await ctx.wire.reverse(body), 'the first reversal', true);
-      const before = await ctx.figures(ctx.payer);
-      const reply = await ctx.wire.reverse(body);
-      ensureEqual(applied(reply, 'the repeated reversal', false).amount, retail, 'the amount of the repeated reversal', reply);
+      const { again, before, reply } = await sendTwice(ctx, () => ctx.wire.reverse(body), 'the first reversal', 'the repeated reversal');
+      ensureEqual(again.amount, retail, 'the amount of the repeated reversal', reply);
       ensureMoved('a repeated reversal', 'balance', before, await ctx.figures(ctx.payer), 0, reply);
     },
   },
@@ -148,10 +157,7 @@ export const idempotencyChecks = checksOf('idempotency', [
     title: 'a repeated adjust answers applied false and changes no balance',
     async run(ctx) {
       const body = { txnId: ctx.id('adjust'), account: ctx.payer, delta: ctx.amount(2), reason: 'holon-conformance' };
-      applied(await ctx.wire.adjust(body), 'the first adjustment', true);
-      const before = await ctx.figures(ctx.payer);
-      const reply = await ctx.wire.adjust(body);
-      applied(reply, 'the repeated adjustment', false);
+      const { before, reply } = await sendTwice(ctx, () => ctx.wire.adjust(body), 'the first adjustment', 'the repeated adjustment');
       ensureMoved('a repeated adjustment', 'balance', before, await ctx.figures(ctx.payer), 0, reply);
     },
   },
@@ -166,10 +172,8 @@ export const idempotencyChecks = checksOf('idempotency', [
       await ctx.ensureAvailable(cap);
       const holdId = ctx.id('hold');
       const body = { holdId, account: ctx.payer, amount: cap, expiresAt: ctx.expiresAt(600_000) };
-      applied(await ctx.wire.openHold(body), 'the first open-hold', true);
-      const before = await ctx.figures(ctx.payer);
-      const reply = await ctx.wire.openHold(body);
-      const record = asObject(applied(reply, 'the repeated open-hold', false).reservation);
+      const { again, before, reply } = await sendTwice(ctx, () => ctx.wire.openHold(body), 'the first open-hold', 'the repeated open-hold');
+      const record = asObject(again.reservation);
       ensureEqual(record ? [record.hold_id, record.amount] : null, [holdId, cap], 'the existing reservation in the repeat\'s answer', reply);
       ensureMoved('a repeated open-hold', 'available', before, await ctx.figures(ctx.payer), 0, reply);
     },
@@ -220,10 +224,7 @@ export const idempotencyChecks = checksOf('idempotency', [
       const cap = ctx.amount(10);
       const { holdId } = await ctx.openFundedHold(cap);
       const body = { holdId, txnId: ctx.id('draw'), caller: ctx.payer, owner: ctx.payee, lines: [{ meter: 'a', amount: ctx.amount(6) }, { meter: 'b', amount: ctx.amount(6) }] };
-      const first = applied(await ctx.wire.draw(body), 'the first draw', true);
-      const before = await ctx.figures(ctx.payer);
-      const reply = await ctx.wire.draw(body);
-      const again = applied(reply, 'the repeated draw', false);
+      const { first, again, before, reply } = await sendTwice(ctx, () => ctx.wire.draw(body), 'the first draw', 'the repeated draw');
       ensureEqual(pick(again, ['billed', 'refused', 'lines']), pick(first, ['billed', 'refused', 'lines']),
         'the repeated draw\'s billed, refused and lines (they must equal the first answer\'s)', reply);
       ensureMoved('a repeated draw', 'balance', before, await ctx.figures(ctx.payer), 0, reply);
@@ -238,10 +239,8 @@ export const idempotencyChecks = checksOf('idempotency', [
     async run(ctx) {
       const cap = ctx.amount(10);
       const { holdId } = await ctx.openFundedHold(cap);
-      applied(await ctx.wire.releaseHold({ holdId }), 'the first release', true);
-      const before = await ctx.figures(ctx.payer);
-      const reply = await ctx.wire.releaseHold({ holdId });
-      ensureEqual(applied(reply, 'the second release', false).released, 0, 'released on the second release', reply);
+      const { again, before, reply } = await sendTwice(ctx, () => ctx.wire.releaseHold({ holdId }), 'the first release', 'the second release');
+      ensureEqual(again.released, 0, 'released on the second release', reply);
       ensureMoved('a second release', 'available', before, await ctx.figures(ctx.payer), 0, reply);
     },
   },
