@@ -2,7 +2,6 @@
  * §6.4 read-settlement and the value-moving doors: §6.7 credit, §6.8 settle, §6.9 reverse,
  * §6.10 adjust. Every rule is observed through balance deltas and the settlement record.
  */
-import type { SettleRequest } from '../../../generated/clearing/client/types.gen.ts';
 import { checksOf } from '../check.ts';
 import type { CheckContext, Figures } from '../context.ts';
 import {
@@ -26,6 +25,24 @@ async function ensureReversalRefused(ctx: CheckContext, reverses: string, code: 
   ensureMoved(`${what}, payer`, 'balance', before.payer, after.payer, 0, reply);
   ensureMoved(`${what}, payee`, 'balance', before.payee, after.payee, 0, reply);
   await ctx.ensureUnknown(txnId, what, reply);
+}
+
+/** A refusal case: what is wrong with the request, and the fields that make it so. */
+type InvalidCase = readonly [string, Record<string, unknown>];
+
+/**
+ * Sends each case to `op` (through `send`) under a fresh transaction id; fails unless every one
+ * is refused as invalid and leaves no record (§7.2, §6.4).
+ */
+async function ensureInvalidRefused(
+  ctx: CheckContext, op: string, send: (body: Record<string, unknown>) => Promise<Reply>, cases: readonly InvalidCase[],
+): Promise<void> {
+  for (const [what, fields] of cases) {
+    const txnId = ctx.id('invalid');
+    const reply = await send({ txnId, ...fields });
+    refused(reply, `${op} with ${what}`, INVALID);
+    await ctx.ensureUnknown(txnId, `${op} with ${what}`, reply);
+  }
 }
 
 /** Reverses `reverses`; fails unless applied. Answers the reversal's id and body (§6.9). */
@@ -103,19 +120,13 @@ export const settlementChecks = checksOf('settlements', [
     title: 'settle refuses retail below rate, non-positive or non-integer amounts and missing fields with 422, recording nothing',
     async run(ctx) {
       const base = { caller: ctx.payer, owner: ctx.payee };
-      const cases: [string, Record<string, unknown>][] = [
+      await ensureInvalidRefused(ctx, 'settle', (body) => ctx.wire.settle(malformed(body)), [
         ['retail below rate', { ...base, rate: ctx.amount(2), retail: ctx.amount(1) }],
         ['rate 0', { ...base, rate: 0, retail: ctx.amount(1) }],
         ['fractional amounts', { ...base, rate: 1.5, retail: 2.5 }],
         ['amounts as strings', { ...base, rate: '1', retail: '1' }],
         ['no owner', { caller: ctx.payer, rate: ctx.amount(1), retail: ctx.amount(1) }],
-      ];
-      for (const [what, fields] of cases) {
-        const txnId = ctx.id('invalid');
-        const reply = await ctx.wire.settle(malformed<SettleRequest>({ txnId, ...fields }));
-        refused(reply, `settle with ${what}`, INVALID);
-        await ctx.ensureUnknown(txnId, `settle with ${what}`, reply);
-      }
+      ]);
     },
   },
   {
@@ -173,18 +184,12 @@ export const settlementChecks = checksOf('settlements', [
     needs: ['credit'],
     title: 'credit refuses a zero, negative or fractional amount and a missing account with 422, recording nothing',
     async run(ctx) {
-      const cases: [string, Record<string, unknown>][] = [
+      await ensureInvalidRefused(ctx, 'credit', (body) => ctx.wire.credit(malformed(body)), [
         ['amount 0', { account: ctx.payer, amount: 0 }],
         ['a negative amount', { account: ctx.payer, amount: -ctx.amount(1) }],
         ['a fractional amount', { account: ctx.payer, amount: 1.5 }],
         ['no account', { amount: ctx.amount(1) }],
-      ];
-      for (const [what, fields] of cases) {
-        const txnId = ctx.id('invalid');
-        const reply = await ctx.wire.credit(malformed({ txnId, ...fields }));
-        refused(reply, `credit with ${what}`, INVALID);
-        await ctx.ensureUnknown(txnId, `credit with ${what}`, reply);
-      }
+      ]);
     },
   },
   {
@@ -215,18 +220,12 @@ export const settlementChecks = checksOf('settlements', [
     title: 'adjust refuses a zero or fractional delta and a missing or empty reason with 422, recording nothing',
     async run(ctx) {
       const base = { account: ctx.payer };
-      const cases: [string, Record<string, unknown>][] = [
+      await ensureInvalidRefused(ctx, 'adjust', (body) => ctx.wire.adjust(malformed(body)), [
         ['delta 0', { ...base, delta: 0, reason: 'x' }],
         ['a fractional delta', { ...base, delta: 1.5, reason: 'x' }],
         ['no reason', { ...base, delta: ctx.amount(1) }],
         ['an empty reason', { ...base, delta: ctx.amount(1), reason: '' }],
-      ];
-      for (const [what, fields] of cases) {
-        const txnId = ctx.id('invalid');
-        const reply = await ctx.wire.adjust(malformed({ txnId, ...fields }));
-        refused(reply, `adjust with ${what}`, INVALID);
-        await ctx.ensureUnknown(txnId, `adjust with ${what}`, reply);
-      }
+      ]);
     },
   },
   {
@@ -319,12 +318,10 @@ export const settlementChecks = checksOf('settlements', [
     title: 'reverse refuses a missing or empty reason (422) and an unknown target (404 no_such_object or 422), recording nothing',
     async run(ctx) {
       const { txnId } = await ctx.settle(ctx.amount(2));
-      for (const [what, fields] of [['no reason', {}], ['an empty reason', { reason: '' }]] as const) {
-        const id = ctx.id('invalid');
-        const reply = await ctx.wire.reverse(malformed({ txnId: id, reverses: txnId, ...fields }));
-        refused(reply, `reverse with ${what}`, INVALID);
-        await ctx.ensureUnknown(id, `reverse with ${what}`, reply);
-      }
+      await ensureInvalidRefused(ctx, 'reverse', (body) => ctx.wire.reverse(malformed(body)), [
+        ['no reason', { reverses: txnId }],
+        ['an empty reason', { reverses: txnId, reason: '' }],
+      ]);
       const { body, reply } = await ctx.settlement(txnId);
       ensureEqual(body.reversed_by, null, 'a refused reversal left the original reversed', reply);
       const id = ctx.id('invalid');
