@@ -68,6 +68,28 @@ function expectation(declared: boolean, what: string): string {
   return declared ? `${what} (the binding declares periods, §12.1)` : `no period anywhere (the binding declares none, §12.1)`;
 }
 
+/** A balance-bearing read answered 200, other than read-settlement of an id in state unknown (§6.4). */
+function isBalanceRead(e: Exchange): boolean {
+  return (BALANCE_BEARING_READS as readonly string[]).includes(e.op) && e.status === 200
+    && !(e.op === 'read-settlement' && asObject(e.json)?.state === 'unknown');
+}
+
+/** An accepted value-moving answer with a JSON body. */
+function isAcceptedValueMove(e: Exchange): boolean {
+  return (VALUE_MOVING as readonly string[]).includes(e.op) && isSuccess(e) && asObject(e.json) !== null;
+}
+
+/**
+ * Exercises the binding, then fails unless every answer of the run that `scanned` picks carries
+ * `period` exactly when periods are declared (`what` and `expected` as the failure states them).
+ */
+async function ensurePeriodOnAnswers(ctx: CheckContext, scanned: (exchange: Exchange) => boolean, what: string, expected: string): Promise<void> {
+  await exercise(ctx);
+  const declared = ctx.declared.periods;
+  ensureEveryExchange(ctx.runExchanges().filter(scanned), (e) => periodProblems(declared, asObject(e.json) ?? {}, e.op), what,
+    expectation(declared, expected));
+}
+
 /** The period checks, in run order. */
 export const periodChecks = checksOf('periods', [
   {
@@ -76,12 +98,8 @@ export const periodChecks = checksOf('periods', [
     level: 'MUST',
     title: 'every balance-bearing read carries period exactly when periods are declared',
     async run(ctx) {
-      await exercise(ctx);
-      const declared = ctx.declared.periods;
-      const reads = ctx.runExchanges().filter((e) => (BALANCE_BEARING_READS as readonly string[]).includes(e.op) && e.status === 200
-        && !(e.op === 'read-settlement' && asObject(e.json)?.state === 'unknown'));
-      ensureEveryExchange(reads, (e) => periodProblems(declared, asObject(e.json) ?? {}, e.op), 'period on balance-bearing reads',
-        expectation(declared, 'period on read-balance, read-summary, read-settlement, list-reservations and read-reservation'));
+      await ensurePeriodOnAnswers(ctx, isBalanceRead, 'period on balance-bearing reads',
+        'period on read-balance, read-summary, read-settlement, list-reservations and read-reservation');
     },
   },
   {
@@ -103,11 +121,8 @@ export const periodChecks = checksOf('periods', [
     level: 'MUST',
     title: 'every accepted value-moving answer names the period it landed in exactly when periods are declared',
     async run(ctx) {
-      await exercise(ctx);
-      const declared = ctx.declared.periods;
-      const accepted = ctx.runExchanges().filter((e) => (VALUE_MOVING as readonly string[]).includes(e.op) && isSuccess(e) && asObject(e.json) !== null);
-      ensureEveryExchange(accepted, (e) => periodProblems(declared, asObject(e.json) ?? {}, e.op), 'period on accepted value-moving answers',
-        expectation(declared, 'period on every accepted credit, settle, reverse, adjust and draw'));
+      await ensurePeriodOnAnswers(ctx, isAcceptedValueMove, 'period on accepted value-moving answers',
+        'period on every accepted credit, settle, reverse, adjust and draw');
     },
   },
 ]);
