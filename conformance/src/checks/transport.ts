@@ -6,6 +6,7 @@ import { checksOf } from '../check.ts';
 import type { CheckContext } from '../context.ts';
 import { FORWARDED } from '../contract.ts';
 import { answered, ensure, gotOf, INVALID, NotApplicable, refused } from '../expect.ts';
+import { isSuccess } from './scan.ts';
 
 /** Characters that only survive a round trip when path parameters are percent-encoded and decoded (§3). */
 const AWKWARD = ' /:%?#é';
@@ -23,7 +24,7 @@ export const transportChecks = checksOf('transport', [
     title: 'GET /healthz answers success',
     async run(ctx) {
       const reply = await ctx.wire.health();
-      ensure(reply.status !== null && reply.status >= 200 && reply.status <= 299, 'the liveness check did not answer success',
+      ensure(isSuccess(reply.exchange), 'the liveness check did not answer success',
         '2xx from GET /healthz (§3 Health)', gotOf(reply), reply);
     },
   },
@@ -35,7 +36,7 @@ export const transportChecks = checksOf('transport', [
     async run(ctx) {
       requireLoopback(ctx);
       const reply = await ctx.wire.health(FORWARDED);
-      ensure(reply.status !== null && reply.status >= 200 && reply.status <= 299, 'the liveness check is behind the access gate',
+      ensure(isSuccess(reply.exchange), 'the liveness check is behind the access gate',
         '2xx: the health endpoint is outside the gate (§3)', gotOf(reply), reply);
     },
   },
