@@ -5,6 +5,21 @@
 import { OPERATIONS } from './contract.ts';
 import { asObject, isInt, type Json } from './expect.ts';
 
+/** `\`field\` must be <what>` for each of `fields` whose value in `r` fails `ok`. */
+function fieldProblems(r: Json, fields: readonly string[], ok: (value: unknown) => boolean, what: string): string[] {
+  return fields.filter((field) => !ok(r[field])).map((field) => `\`${field}\` must be ${what}`);
+}
+
+/** Whether `value` is a string. */
+function isString(value: unknown): boolean {
+  return typeof value === 'string';
+}
+
+/** `ok`, or absent, or null: the test of an optional field. */
+function orAbsent(ok: (value: unknown) => boolean): (value: unknown) => boolean {
+  return (value) => value === undefined || value === null || ok(value);
+}
+
 /** Problems of a capability document's required and optional fields (§5, §11). */
 export function capabilityProblems(doc: Json): string[] {
   const problems: string[] = [];
@@ -55,9 +70,7 @@ export function operationNameProblems(operations: readonly unknown[]): string[] 
 export function figureProblems(body: Json, account: string): string[] {
   const problems: string[] = [];
   if (body.account !== account) problems.push(`\`account\` must echo ${JSON.stringify(account)}`);
-  for (const field of ['balance', 'available', 'reserved']) {
-    if (!isInt(body[field])) problems.push(`\`${field}\` must be an integer`);
-  }
+  problems.push(...fieldProblems(body, ['balance', 'available', 'reserved'], isInt, 'an integer'));
   if (body.pending !== undefined && !isInt(body.pending)) problems.push('`pending`, when present, must be an integer');
   return problems;
 }
@@ -66,17 +79,12 @@ export function figureProblems(body: Json, account: string): string[] {
 export function reservationProblems(record: unknown): string[] {
   const r = asObject(record);
   if (r === null) return ['a reservation record must be an object'];
-  const problems: string[] = [];
-  for (const field of ['hold_id', 'account', 'opened_at', 'expires_at']) {
-    if (typeof r[field] !== 'string') problems.push(`\`${field}\` must be a string`);
-  }
-  for (const field of ['amount', 'drawn']) {
-    if (!isInt(r[field])) problems.push(`\`${field}\` must be an integer`);
-  }
+  const problems = [
+    ...fieldProblems(r, ['hold_id', 'account', 'opened_at', 'expires_at'], isString, 'a string'),
+    ...fieldProblems(r, ['amount', 'drawn'], isInt, 'an integer'),
+  ];
   if (r.status !== 'open' && r.status !== 'released') problems.push('`status` must be "open" or "released"');
-  for (const field of ['ref', 'memo', 'released_at', 'release_reason']) {
-    if (r[field] !== undefined && r[field] !== null && typeof r[field] !== 'string') problems.push(`\`${field}\` must be a string or null`);
-  }
+  problems.push(...fieldProblems(r, ['ref', 'memo', 'released_at', 'release_reason'], orAbsent(isString), 'a string or null'));
   return problems;
 }
 
@@ -84,15 +92,10 @@ export function reservationProblems(record: unknown): string[] {
 export function drawRecordProblems(record: unknown): string[] {
   const r = asObject(record);
   if (r === null) return ['a draw record must be an object'];
-  const problems: string[] = [];
-  for (const field of ['hold_id', 'txn_id', 'ts', 'meter']) {
-    if (typeof r[field] !== 'string') problems.push(`\`${field}\` must be a string`);
-  }
+  const problems = fieldProblems(r, ['hold_id', 'txn_id', 'ts', 'meter'], isString, 'a string');
   if (!isInt(r.amount) || r.amount < 0) problems.push('`amount` must be a non-negative integer');
   if (typeof r.capped !== 'boolean') problems.push('`capped` must be a boolean');
-  for (const field of ['count', 'per', 'per_unit']) {
-    if (r[field] !== undefined && r[field] !== null && !isInt(r[field])) problems.push(`\`${field}\` must be an integer or null`);
-  }
+  problems.push(...fieldProblems(r, ['count', 'per', 'per_unit'], orAbsent(isInt), 'an integer or null'));
   return problems;
 }
 
