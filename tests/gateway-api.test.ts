@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { APPROVAL_TTL_MS } from '../src/gateway/approvals.ts';
-import { flatten, startTestGateway, type TestGateway } from './helpers/gateway.ts';
+import { storeMandate } from '../src/gateway/mandates.ts';
+import { flatten, startTestGateway, uniqueHandle, type TestGateway } from './helpers/gateway.ts';
 
 let gw: TestGateway;
 before(async () => {
@@ -327,4 +328,19 @@ test('GET /v0/agents/{ns}/{name}: the manifest, the listed versions and the meas
   assert.equal(read.measured.runs, before.runs + 2);
   assert.equal(read.measured.successes, before.successes + 1);
   await gw.http.get('/v0/agents/gt/nobody').expect(404);
+});
+
+test('GET /v0/accounts leaves out a payer the binding has no account for (no 500); a call it would pay for is denied', async () => {
+  const issuer = uniqueHandle();
+  await storeMandate(
+    gw.running.db.knex,
+    { id: `${issuer}/tests`, issuer, grantee: `${issuer}/tester`, allow: { agents: ['*'] }, budget: { total: '1.00', currency: 'EUR' } },
+    { parent: null, payer: issuer },
+  );
+  const { accounts } = (await gw.http.get('/v0/accounts').expect(200)).body;
+  assert.equal(accounts.some((a: { account: string }) => a.account === issuer), false);
+  const response = await gw.call({ mandate: `${issuer}/tests`, agent: 'gt/run', input: {} });
+  assert.equal(response.status, 403);
+  assert.equal(response.body.code, 'hold_refused');
+  assert.equal(response.body.receipt.billed, false);
 });

@@ -163,7 +163,7 @@ describe('outbox (clearing-contract §13)', () => {
   });
 
   test('a refusal is not retried: the intent is abandoned and listed for the operator; the hold is still released', async () => {
-    // This binding has no account for gtbase: the settlement of gtbase/base is refused (404).
+    // This binding (its own PGlite) has no account for gtbase: the settlement of gtbase/base is refused (404).
     const mandate = await gw.mandate();
     const before = await gw.balances([mandate.payer]);
     const response = await gw.call({ mandate: mandate.id, agent: 'gtbase/base', input: {} });

@@ -13,7 +13,7 @@ import { errorBodies, mountOperations, type MountedHandler } from '../http/mount
 import { mcpMiddleware } from '../mcp/server.ts';
 import { approvalView, pendingApprovals } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
-import { ClearingUnreachable, type ClearingPort } from './clearing.ts';
+import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clearing.ts';
 import { closeExpiredApprovals, decideApproval } from './decisions.ts';
 import type { CallResult, Gateway } from './lifecycle.ts';
 import { budgetOf, budgetView, loadMandate } from './mandates.ts';
@@ -116,6 +116,8 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
           accounts.push({ account: name, balance: formatMoney(figures.balance), available: formatMoney(figures.available), reserved: formatMoney(figures.reserved) });
         } catch (error) {
           if (error instanceof ClearingUnreachable) throw new HttpError(503, 'clearing_unavailable', `${error.message}; the balances cannot be read right now`);
+          // A payer the binding has no account for (a mandate issuer never given one) has no balance to show.
+          if (error instanceof ClearingRefused && error.status === 404) continue;
           throw error;
         }
       }

@@ -25,7 +25,7 @@ import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { startClearingServer, type RunningClearing } from '../../src/clearing/server.ts';
 import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
-import { openDatabase, targetFromEnv } from '../../src/db/index.ts';
+import { openDatabase } from '../../src/db/index.ts';
 import { ClearingPort } from '../../src/gateway/clearing.ts';
 import { storeMandate } from '../../src/gateway/mandates.ts';
 import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
@@ -258,9 +258,19 @@ export interface SwitchableBinding {
   close(): Promise<void>;
 }
 
-/** Starts the reference binding on `<dir>/clearing` and a switchable proxy in front of it. */
+/**
+ * Starts the reference binding on PGlite in `<dir>/clearing` (even with `DATABASE_URL` set: a
+ * binding of its own, which knows only the accounts a test creates) and a switchable proxy in
+ * front of it.
+ */
 export async function startSwitchableBinding(dir: string): Promise<SwitchableBinding> {
-  const binding: RunningClearing = await startClearingServer({ target: targetFromEnv(path.join(dir, 'clearing')), port: 0, logger: pino({ level: 'silent' }) });
+  const clearing_dir = path.join(dir, 'clearing');
+  try {
+    await access(clearing_dir);
+  } catch {
+    await cp(await templateDir(), clearing_dir, { recursive: true });
+  }
+  const binding: RunningClearing = await startClearingServer({ target: { dir: clearing_dir }, port: 0, logger: pino({ level: 'silent' }) });
   let reachable = true;
   const proxy: Server = createServer(async (req, res) => {
     if (!reachable) {
