@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type supertest from 'supertest';
 import type { Micros } from '../src/contracts/money.ts';
-import { deltas, micros, splitsTotal, startTestGateway, type TestGateway, type TestMandate } from './helpers/gateway.ts';
+import { deltas, micros, splitsTotal, startTestGateway, waitFor, type TestGateway, type TestMandate } from './helpers/gateway.ts';
 
 let gw: TestGateway;
 before(async () => {
@@ -217,13 +217,8 @@ describe('§2 caller cap: max_cost', () => {
 
   test('the hold uses max_cost: the payer has exactly max_cost reserved while the agent runs', async () => {
     const mandate = await gw.mandate();
-    const running = gw.call({ mandate: mandate.id, agent: 'gt/quote', input: { quote: '0.02', sleep_ms: 600 }, max_cost: '0.20' }).then((r) => r);
-    let held = 0;
-    for (let i = 0; i < 100 && held === 0; i++) {
-      held = await gw.reserved(mandate.payer);
-      if (held === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    assert.equal(held, 200_000);
+    const running = gw.call({ mandate: mandate.id, agent: 'gt/quote', input: { quote: '0.02', sleep_ms: 1500 }, max_cost: '0.20' }).then((r) => r);
+    assert.equal(await waitFor(async () => (await gw.reserved(mandate.payer)) || null), 200_000);
     assert.equal((await running).status, 200);
   });
 

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { deltas, startTestGateway, type TestGateway } from './helpers/gateway.ts';
+import { deltas, startTestGateway, waitFor, type TestGateway } from './helpers/gateway.ts';
 
 let gw: TestGateway;
 before(async () => {
@@ -115,15 +115,13 @@ test('capability ties go to the lower id', async () => {
 test('passthrough: the original payer pays downstream calls, out of the orchestrator hold (no hold of their own)', async () => {
   const mandate = await gw.mandate();
   const before = await gw.balances([mandate.payer, 'gto', 'gt', 'platform:fees']);
-  const running = gw.call({ mandate: mandate.id, agent: 'gto/pass', input: { calls: [{ agent: 'gt/run', input: { sleep_ms: 400 } }] } }).then((r) => r);
-  let held = 0;
-  for (let i = 0; i < 200 && held === 0; i++) {
-    held = await gw.reserved(mandate.payer);
-    if (held === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  assert.equal(held, 400_000, "the orchestrator's worst case, its cap included");
-  await new Promise((resolve) => setTimeout(resolve, 150));
-  assert.equal(await gw.reserved(mandate.payer), 400_000, 'the child opened no hold of its own');
+  const running = gw.call({ mandate: mandate.id, agent: 'gto/pass', input: { calls: [{ agent: 'gt/run', input: { sleep_ms: 1500 } }] } }).then((r) => r);
+  // While the child runs: the payer holds the orchestrator's worst case, its cap included, and nothing more.
+  const runningChild = await waitFor<{ id: string; hold_id: string | null }>(() =>
+    gw.running.db.knex('gateway_receipts').where({ root_mandate: mandate.id, status: 'running' }).whereNotNull('parent').first('id', 'hold_id'),
+  );
+  assert.equal(runningChild.hold_id, null, 'the child opened no hold of its own');
+  assert.equal(await gw.reserved(mandate.payer), 400_000);
   const response = await running;
   assert.equal(response.status, 200);
   const child = response.body.receipt.calls[0];

@@ -117,7 +117,7 @@ describe('outbox (clearing-contract §13)', () => {
   test('with the binding unreachable at settlement, the intent stays pending and is retried until posted', async () => {
     const mandate = await gw.mandate();
     const before = await gw.balances([mandate.payer, 'gt', 'platform:fees']);
-    const running = gw.call({ mandate: mandate.id, agent: 'gt/sleeper', input: { sleep_ms: 400 } }).then((r) => r);
+    const running = gw.call({ mandate: mandate.id, agent: 'gt/sleeper', input: { sleep_ms: 1500 } }).then((r) => r);
     await waitFor(async () => (await gw.reserved(mandate.payer)) === 100_000);
     binding.down();
     const response = await running;
