@@ -151,15 +151,21 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const dir = options.dir ?? (await freshDataDir());
   const mandate_dir = path.join(dir, 'mandates');
   await mkdir(mandate_dir, { recursive: true });
-  const running = await startGateway({
-    port: 0,
-    db: dir,
-    agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS],
-    mandate_dir,
-    exclude: [],
-    ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
-    logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
-  });
+  let running: RunningGateway;
+  try {
+    running = await startGateway({
+      port: 0,
+      db: dir,
+      agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS],
+      mandate_dir,
+      exclude: [],
+      ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
+      logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
+    });
+  } catch (error) {
+    if (!options.dir) await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
   const clearing = new ClearingPort(running.clearing_url);
   const http = supertest(running.server);
   const payers: string[] = [];
