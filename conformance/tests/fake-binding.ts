@@ -141,6 +141,29 @@ class FakeLedger {
     return this.#fault === fault;
   }
 
+  readonly #racers = new Map<string, () => void>();
+
+  /**
+   * The window of a race fault: a request that read the state waits here until a second one has
+   * read it too (or 2 s pass), then both go on, so two parallel requests always act on the same
+   * stale read, however loaded the machine is. The next arrival opens a new window.
+   */
+  async race(key: string): Promise<void> {
+    const first = this.#racers.get(key);
+    if (first !== undefined) {
+      this.#racers.delete(key);
+      first();
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      this.#racers.set(key, resolve);
+      setTimeout(() => {
+        if (this.#racers.get(key) === resolve) this.#racers.delete(key);
+        resolve();
+      }, 2_000);
+    });
+  }
+
   /** The open period, a calendar month (`2026-03`), when periods are declared. */
   get period(): string {
     return new Date().toISOString().slice(0, 7);
@@ -390,7 +413,7 @@ class FakeLedger {
     const terms = JSON.stringify([caller, owner, rate, retail]);
     const replay = this.is('settle-replay-applies-twice') ? undefined : this.#replay(b.txnId, 'settle');
     if (replay && !(this.is('settle-replay-other-terms-applies') && this.#txns.get(b.txnId)?.terms !== terms)) return ok(replay);
-    if (this.is('settle-race')) await sleep(5);
+    if (this.is('settle-race')) await this.race(`settle:${b.txnId}`);
     if (this.is('settle-refuses-insufficient') && this.available(caller) < retail) {
       throw new Refusal(422, 'insufficient_funds', `${caller} has ${this.available(caller)} available`);
     }
@@ -488,7 +511,7 @@ class FakeLedger {
         : `hold ${b.holdId} exists for account ${existing.account} with amount ${existing.amount}`);
     }
     const available = this.available(account);
-    if (this.is('hold-race')) await sleep(5);
+    if (this.is('hold-race')) await this.race(`hold:${account}`);
     if (amount > available && !this.is('hold-overcommits')) {
       const f = this.figures(account);
       throw new Refusal(422, 'insufficient_funds', this.is('hold-refusal-vague') ? 'insufficient funds'
@@ -554,7 +577,7 @@ class FakeLedger {
     if (!usable) throw new Refusal(422, 'closed', `reservation ${hold.hold_id} is closed`);
     if (caller !== hold.account && !this.is('draw-any-caller')) throw new Refusal(422, 'invalid_request', `${caller} does not own reservation ${hold.hold_id}`);
     let remaining = hold.amount - hold.drawn;
-    if (this.is('draw-race')) await sleep(5);
+    if (this.is('draw-race')) await this.race(`draw:${b.holdId}`);
     const ts = new Date().toISOString();
     const stored: DrawRecord[] = lines.map((l) => {
       const amount = l.amount as number;
