@@ -177,8 +177,8 @@ test('delegation.max_depth 0 denies an agent that delegates; one level deeper, t
 test("a run is not settled until its downstream calls have: a child outliving the parent's timeout is awaited", async () => {
   const mandate = await gw.mandate();
   const before = await gw.balances([mandate.payer]);
-  // gto/impatient times out after 1 s; gt/sleeper answers after 2.5 s.
-  const response = await gw.call({ mandate: mandate.id, agent: 'gto/impatient', input: { calls: [{ agent: 'gt/sleeper', input: { sleep_ms: 2500 } }] } });
+  // gto/impatient times out after 1 s; gt/sleeper answers after 1.8 s.
+  const response = await gw.call({ mandate: mandate.id, agent: 'gto/impatient', input: { calls: [{ agent: 'gt/sleeper', input: { sleep_ms: 1800 } }] } });
   assert.equal(response.status, 502);
   const parent = response.body.receipt;
   assert.equal(parent.error.code, 'timeout');
@@ -186,7 +186,7 @@ test("a run is not settled until its downstream calls have: a child outliving th
   const [child] = parent.calls;
   assert.equal(child.status, 'succeeded');
   assert.equal(child.billed, true);
-  assert.ok(parent.duration_ms >= 2500, `the parent waited for its child (${parent.duration_ms} ms)`);
+  assert.ok(parent.duration_ms >= 1800, `the parent waited for its child (${parent.duration_ms} ms)`);
   const end = (r: { created_at: string; duration_ms: number }) => Date.parse(r.created_at) + r.duration_ms;
   assert.ok(end(child) <= end(parent), 'the child finished before the parent was settled');
   // The finished child stays paid, and is the parent's downstream cost.

@@ -26,7 +26,7 @@ before(async () => {
 after(() => gw?.close());
 
 /** Leaf outcomes; `hang` (a 1 s timeout) is drawn rarely to keep the runs short. */
-const leafOutcome = fc.constantFrom('ok', 'ok', 'ok', 'billed_error', 'crash', 'ok', 'billed_error', 'hang');
+const leafOutcome = fc.constantFrom('ok', 'ok', 'ok', 'ok', 'billed_error', 'crash', 'ok', 'billed_error', 'ok', 'crash', 'billed_error', 'hang');
 const quote = fc.oneof(
   fc.integer({ min: 0, max: 600_000 }).map((n) => (n / 1_000_000).toFixed(6)),
   fc.constantFrom('0.0000011', '0', '0.05', '0.5000001'),
