@@ -112,6 +112,13 @@ describe('POST /v0/calls: every status', () => {
     assert.equal(both.status, 422);
     assert.equal(both.body.code, 'invalid_request');
     assert.equal(both.body.receipt.status, 'rejected_input');
+
+    const badCap = await gw.call({ mandate: mandate.id, agent: 'gt/free', input: {}, max_cost: 'abc' });
+    assert.equal(badCap.status, 422);
+    assert.equal(badCap.body.code, 'invalid_request');
+    assert.match(badCap.body.error, /max_cost/);
+    assert.equal(badCap.body.receipt.status, 'rejected_input', 'a malformed max_cost still gets its receipt (§4)');
+    assertReceiptShape(badCap.body.receipt, '422 max_cost');
   });
 
   test('502 the agent failed', async () => {

@@ -587,7 +587,7 @@ export const schemaDocument = {
                   "pattern": "^[a-z0-9][a-z0-9-]{0,37}[a-z0-9]/[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?(?:@.+)?$"
                 },
                 "max_cost": {
-                  "description": "The most one call through this entry may cost, in `price.currency`: the caller's cap the gateway sends with it.",
+                  "description": "The most one call through this entry may cost, in `price.currency`: a downstream call whose worst case (converted into the mandate's currency, rounded up) is above it is refused, and a capability candidate above it is skipped (gateway §3).",
                   "$ref": "#/components/schemas/Manifest_decimal"
                 }
               },
@@ -947,7 +947,8 @@ export const schemaDocument = {
             "description": "The agent's input, checked against its `interface.input`."
           },
           "max_cost": {
-            "$ref": "#/components/schemas/Money"
+            "type": "string",
+            "description": "The caller's ceiling, a decimal in the mandate's currency (\"0.20\"). Checked by the gateway, so a malformed one is a 422 `invalid_request` with a receipt (gateway §2 \"Caller cap\", §4)."
           }
         }
       },

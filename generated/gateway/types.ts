@@ -314,7 +314,7 @@ export interface components {
                 capability?: components["schemas"]["Manifest_capability"];
                 /** @description An agent the agent may call: `ns/name` (any version) or `ns/name@range` (a semver range). */
                 agent?: string;
-                /** @description The most one call through this entry may cost, in `price.currency`: the caller's cap the gateway sends with it. */
+                /** @description The most one call through this entry may cost, in `price.currency`: a downstream call whose worst case (converted into the mandate's currency, rounded up) is above it is refused, and a capability candidate above it is skipped (gateway §3). */
                 max_cost: components["schemas"]["Manifest_decimal"];
             } & (unknown | unknown))[];
             /** @description Who pays the calls declared in `calls` (gateway §3). Required exactly when `calls` is non-empty. */
@@ -474,7 +474,8 @@ export interface components {
             capability?: string;
             /** @description The agent's input, checked against its `interface.input`. */
             input: unknown;
-            max_cost?: components["schemas"]["Money"];
+            /** @description The caller's ceiling, a decimal in the mandate's currency ("0.20"). Checked by the gateway, so a malformed one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4). */
+            max_cost?: string;
         };
         /** @description What the call cost its payer (gateway §4). */
         Cost: {

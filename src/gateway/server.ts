@@ -121,17 +121,35 @@ async function closeInterrupted(database: Database, outbox: Outbox): Promise<num
   return interrupted.length;
 }
 
-/** Starts the dev gateway; resolves once it listens. */
+/**
+ * Starts the dev gateway; resolves once it listens. A failure on the way closes whatever was
+ * already started (binding, database, host) before it is thrown, so nothing is left running.
+ */
 export async function startGateway(options: GatewayServerOptions): Promise<RunningGateway> {
+  const closers: Array<() => Promise<unknown>> = [];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  };
+  try {
+    return await start(options, closers, closeAll);
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+async function start(options: GatewayServerOptions, closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
   const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
   const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
   const hostPort = options.agents_host_port === undefined ? 4300 : options.agents_host_port;
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
     binding = await startClearingServer({ target: targetFromEnv(path.join(options.db, 'clearing')), port: 0, logger });
+    closers.push(binding.close);
   }
   const clearing = new ClearingPort(options.clearing_url ?? binding!.url);
   const database = await openDatabase(targetFromEnv(path.join(options.db, 'gateway')));
+  closers.push(database.close);
   const db = database.knex;
 
   await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents());
@@ -143,14 +161,17 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
   await gateway.loadStats();
   await closeInterrupted(database, outbox);
 
+  const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
+  const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
   if (binding) {
-    // The reference binding's own doors: every author and the dev account get an account; the dev account its demo credit once.
-    const namespaces = new Set([DEV_ACCOUNT, ...registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])]);
-    for (const account of namespaces) await clearing.createAccount(account);
+    // The reference binding's own doors: every payer and author gets an account; the dev account its demo credit once.
+    for (const account of new Set([DEV_ACCOUNT, ...(await rootPayers()), ...authors()])) await clearing.createAccount(account);
     await clearing.credit('demo-credit:dev', DEV_ACCOUNT, DEV_CREDIT_MICROS, 'dev gateway demo credit', true);
   }
   outbox.start();
+  closers.push(() => outbox.stop());
   const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
+  if (host) closers.push(host.close);
 
   const { app, close: closeApp } = createGatewayApp({
     db,
@@ -162,13 +183,16 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
     mcp_mandate: process.env.HOLON_MCP_MANDATE ?? 'dev/sandbox',
     logger,
     accounts: async () => {
-      const payers = (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
-      const authors = registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
-      const names = [...new Set([...payers, ...authors])].sort().map((account) => ({ name: account, account }));
+      const names = [...new Set([...(await rootPayers()), ...authors()])].sort().map((account) => ({ name: account, account }));
       return [...names, { name: 'holon', account: PLATFORM_FEES }];
     },
   });
   const server = app.listen(options.port, '127.0.0.1');
+  closers.push(async () => {
+    await closeApp();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;
   return {
@@ -179,14 +203,6 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
     gateway,
     outbox,
     db: database,
-    async close() {
-      await closeApp();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await outbox.stop();
-      await database.close();
-      await binding?.close();
-      await host?.close();
-    },
+    close: closeAll,
   };
 }

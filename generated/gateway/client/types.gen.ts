@@ -135,7 +135,7 @@ export type Manifest = {
          */
         agent?: string;
         /**
-         * The most one call through this entry may cost, in `price.currency`: the caller's cap the gateway sends with it.
+         * The most one call through this entry may cost, in `price.currency`: a downstream call whose worst case (converted into the mandate's currency, rounded up) is above it is refused, and a capability candidate above it is skipped (gateway §3).
          */
         max_cost: ManifestDecimal;
     }>;
@@ -328,7 +328,10 @@ export type CallRequest = {
      * The agent's input, checked against its `interface.input`.
      */
     input: unknown;
-    max_cost?: Money;
+    /**
+     * The caller's ceiling, a decimal in the mandate's currency ("0.20"). Checked by the gateway, so a malformed one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4).
+     */
+    max_cost?: string;
 };
 
 /**
