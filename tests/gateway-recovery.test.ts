@@ -9,7 +9,7 @@ import { rm } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import {
   deltas,
-  freshDataDir,
+  freshStore,
   startSwitchableBinding,
   startTestGateway,
   waitFor,
@@ -56,7 +56,7 @@ describe('§7 restarts', () => {
     tree.receipt = (await receiptRow(first, tree.mandate, 'running', 'gto/pass@1.0.0')).id;
     await first.close({ keep: true });
     await Promise.all(inflight);
-    second = await startTestGateway({ dir: first.dir });
+    second = await startTestGateway({ store: first.store });
     await second.settle();
   });
   after(() => second?.close());
@@ -97,9 +97,10 @@ describe('outbox (clearing-contract §13)', () => {
   let binding: SwitchableBinding;
   let gw: TestGateway;
   before(async () => {
-    dir = await freshDataDir();
+    const store = await freshStore();
+    dir = store.db;
     binding = await startSwitchableBinding(dir);
-    gw = await startTestGateway({ dir, clearing_url: binding.url });
+    gw = await startTestGateway({ store, clearing_url: binding.url });
     await gw.clearing.createAccount('gt');
   });
   after(async () => {

@@ -28,7 +28,7 @@ import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
 import { startGateway, type RunningGateway } from '../src/gateway/server.ts';
-import { freshDataDir } from './helpers/gateway.ts';
+import { freshStore } from './helpers/gateway.ts';
 
 const run = promisify(execFile);
 
@@ -43,7 +43,7 @@ let gateway: RunningGateway;
 before(async () => {
   gateway = await startGateway({
     port: 0,
-    db: await freshDataDir(),
+    ...(await freshStore()),
     agent_dirs: ['examples', 'agents'],
     agents_host_port: 4300,
     exclude: ['holon-labs/summarize'],

@@ -23,7 +23,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { parseMoney, type Micros } from '../src/contracts/money.ts';
 import { startGateway, type RunningGateway } from '../src/gateway/server.ts';
-import { freshDataDir } from './helpers/gateway.ts';
+import { freshStore } from './helpers/gateway.ts';
 
 /** A CSV with quoting, a null and three types. */
 const CSV = 'id,name,joined\n1,Ada,2024-01-15\n2,"Lovelace, Ada",2024-03-02\n3,,2023-12-31\n';
@@ -51,11 +51,11 @@ const clients: Client[] = [];
 before(async () => {
   const logger = pino({ level: 'silent' });
   const exclude = ['holon-labs/summarize'];
-  sandbox = await startGateway({ port: 0, db: await freshDataDir(), agent_dirs: ['examples', 'agents'], agents_host_port: 4300, exclude, logger });
+  sandbox = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples', 'agents'], agents_host_port: 4300, exclude, logger });
   const previous = process.env.HOLON_MCP_MANDATE;
   process.env.HOLON_MCP_MANDATE = 'dev/careful';
   try {
-    careful = await startGateway({ port: 0, db: await freshDataDir(), agent_dirs: ['examples'], agents_host_port: null, exclude, logger });
+    careful = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude, logger });
   } finally {
     if (previous === undefined) delete process.env.HOLON_MCP_MANDATE;
     else process.env.HOLON_MCP_MANDATE = previous;

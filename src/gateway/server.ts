@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import type { Knex } from 'knex';
 import pino, { type Logger } from 'pino';
 import { parseMoney, type Micros } from '../contracts/money.ts';
-import { openDatabase, targetFromEnv, type Database } from '../db/index.ts';
+import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from '../db/index.ts';
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import { runtimeFor } from '../runtimes/index.ts';
@@ -36,8 +36,10 @@ export const DEV_CREDIT_MICROS = 100_000_000;
 export interface GatewayServerOptions {
   /** TCP port on 127.0.0.1; 0 picks a free one. */
   port: number;
-  /** Data directory: `<db>/gateway` and `<db>/clearing` (PGlite), unless `DATABASE_URL` is set. */
+  /** Data directory: `<db>/gateway` and `<db>/clearing` (PGlite), unless a PostgreSQL URL is given. */
   db: string;
+  /** PostgreSQL for the gateway and the in-process binding alike (default: `DATABASE_URL`; neither: PGlite in `db`). */
+  database_url?: string;
   /** A clearing binding's URL; absent: the reference binding runs in this process. */
   clearing_url?: string;
   /** Directories of shipped agents (default `examples` and `agents`). */
@@ -142,13 +144,14 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
   const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
   const hostPort = options.agents_host_port === undefined ? 4300 : options.agents_host_port;
+  const targetOf = (dir: string): DatabaseTarget => (options.database_url ? { url: options.database_url } : targetFromEnv(dir));
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
-    binding = await startClearingServer({ target: targetFromEnv(path.join(options.db, 'clearing')), port: 0, logger });
+    binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger });
     closers.push(binding.close);
   }
   const clearing = new ClearingPort(options.clearing_url ?? binding!.url);
-  const database = await openDatabase(targetFromEnv(path.join(options.db, 'gateway')));
+  const database = await openDatabase(targetOf(path.join(options.db, 'gateway')));
   closers.push(database.close);
   const db = database.knex;
 

@@ -20,6 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import pino from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
@@ -66,6 +67,8 @@ export interface TestGateway {
   clearing: ClearingPort;
   /** The data directory (PGlite `gateway/` and `clearing/`). */
   dir: string;
+  /** Where its data lives (the data directory and, on Postgres, its own database): pass it to restart on the same data. */
+  store: { db: string; database_url?: string };
   /** A new clearing account credited with `amount_micros` (default 100.00); returns its handle. */
   payer(amount_micros?: Micros): Promise<string>;
   /** Credits an existing account (e.g. an author paying its own `included` calls). */
@@ -95,8 +98,8 @@ export interface TestGateway {
 
 /** Options of {@link startTestGateway}. */
 export interface TestGatewayOptions {
-  /** Reuse this data directory (a restart); default: a fresh one. */
-  dir?: string;
+  /** Reuse this store (a restart); default: a fresh one ({@link freshStore}). */
+  store?: { db: string; database_url?: string };
   /** Settle with this binding instead of the one `startGateway` runs in-process. */
   clearing_url?: string;
 }
@@ -146,16 +149,39 @@ export async function freshDataDir(): Promise<string> {
   return dir;
 }
 
+/**
+ * Where a test gateway keeps its data, as `startGateway` options: a fresh data directory and, on
+ * Postgres, a database of its own on the `DATABASE_URL` server, so no gateway sees another's
+ * agents, mandates or pending settlements.
+ */
+export async function freshStore(): Promise<{ db: string; database_url?: string }> {
+  const db = await freshDataDir();
+  const base = process.env.DATABASE_URL;
+  if (!base) return { db };
+  const name = `holon_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return { db, database_url: url.toString() };
+}
+
 /** Starts a gateway for tests. */
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
-  const dir = options.dir ?? (await freshDataDir());
+  const store = options.store ?? (await freshStore());
+  const dir = store.db;
   const mandate_dir = path.join(dir, 'mandates');
   await mkdir(mandate_dir, { recursive: true });
   let running: RunningGateway;
   try {
     running = await startGateway({
       port: 0,
-      db: dir,
+      ...store,
       agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS],
       mandate_dir,
       exclude: [],
@@ -163,7 +189,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
     });
   } catch (error) {
-    if (!options.dir) await rm(dir, { recursive: true, force: true });
+    if (!options.store) await rm(dir, { recursive: true, force: true });
     throw error;
   }
   const clearing = new ClearingPort(running.clearing_url);
@@ -194,6 +220,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     http,
     clearing,
     dir,
+    store,
     payer,
     fund,
     async mandate(fields = {}, fund_micros) {
