@@ -74,6 +74,8 @@ describe('§2 what gets billed: one test per row', () => {
     const mandate = await gw.mandate();
     const cases = [
       ['undeclared', 'surprise'],
+      // An agent reporting the gateway's own `timeout` is an agent error: the receipt must not blame the clock.
+      ['gateway_code', 'agent_error'],
       ['crash', 'agent_error'],
       ['hang', 'timeout'],
       ['invalid', 'invalid_output'],

@@ -71,7 +71,7 @@ export interface LoadedManifest {
 }
 
 /** Codes the gateway emits itself; an agent may not declare them (manifest `interface.errors`). */
-const GATEWAY_ERROR_CODES = new Set([
+export const GATEWAY_ERROR_CODES: ReadonlySet<string> = new Set([
   'rejected_input', 'invalid_output', 'agent_error', 'timeout', 'runtime_unavailable',
   'gateway_error', 'gateway_restarted', 'file_not_found', 'denied', 'pending_approval',
 ]);

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { checkAttenuation } from '../contracts/attenuation.ts';
 import { checkCall, type Admission } from '../contracts/check-call.ts';
 import { ContractError } from '../contracts/errors.ts';
+import { GATEWAY_ERROR_CODES } from '../contracts/manifest.ts';
 import { lineageChain } from '../contracts/lineage.ts';
 import { validateMandate } from '../contracts/mandate.ts';
 import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
@@ -435,7 +436,11 @@ export class Gateway {
   /** The run's outcome as billing and the receipt see it (gateway §2 table, §1 step 6). */
   private judge(outcome: RunOutcome, agent: ListedAgent): { billing: Outcome; error: { code: string; message: string } | null; output?: unknown } {
     if (outcome.kind === 'failure') return { billing: { kind: 'failed' }, error: { code: outcome.code, message: outcome.message } };
-    if (outcome.kind === 'error') return { billing: { kind: 'agent_error', code: outcome.code }, error: { code: outcome.code, message: outcome.message } };
+    if (outcome.kind === 'error') {
+      // An agent reporting one of the gateway's own codes would make its receipt lie about who failed: it is an agent error.
+      if (GATEWAY_ERROR_CODES.has(outcome.code)) return { billing: { kind: 'failed' }, error: { code: 'agent_error', message: `the agent reported the gateway's own code ${outcome.code}: ${outcome.message}` } };
+      return { billing: { kind: 'agent_error', code: outcome.code }, error: { code: outcome.code, message: outcome.message } };
+    }
     const problems = agent.loaded.check.output(outcome.output);
     if (problems) return { billing: { kind: 'failed' }, error: { code: 'invalid_output', message: `the output does not match ${agentRef(agent.loaded.manifest)}'s interface: ${problems.join('; ')}` } };
     return { billing: { kind: 'output_valid' }, error: null, output: outcome.output };
