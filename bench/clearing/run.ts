@@ -141,16 +141,22 @@ function fixed(value: number | undefined, digits: number): string {
 /** The results as a Markdown table, then each path's throughput as a share of the direct path's. */
 function report(rows: Row[]): string {
   const lines = [
-    '| operation | path | clients | payer | ops/s | p50 ms | p99 ms | CPU binding | CPU postgres | CPU bench | CPU other |',
+    '| operation | path | clients | payer | ops/s | p50 ms | p99 ms | CPU ms/op binding | postgres | client | CPU other (cores) |',
     '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
+  const perOp = (cores: number | undefined, r: Row) => (cores === undefined ? undefined : (cores * 1000) / r.ops_per_s);
   for (const r of rows) {
     lines.push(
       `| ${r.operation} | ${r.path} | ${r.clients} | ${r.payer} | ${fixed(r.ops_per_s, 0)} | ${fixed(r.p50_ms, 2)} | ${fixed(r.p99_ms, 2)} | ` +
-        `${fixed(r.cpu?.binding, 2)} | ${fixed(r.cpu?.postgres, 2)} | ${fixed(r.cpu?.bench, 2)} | ${fixed(r.cpu?.other, 2)} |`,
+        `${fixed(perOp(r.cpu?.binding, r), 2)} | ${fixed(perOp(r.cpu?.postgres, r), 2)} | ${fixed(perOp(r.cpu?.bench, r), 2)} | ${fixed(r.cpu?.other, 2)} |`,
     );
   }
-  lines.push('', 'CPU columns: cores busy during the measured window (1.00 = one core all the time); "other" is everything else on the machine.', '');
+  lines.push(
+    '',
+    'CPU ms/op: CPU time per operation of the binding process, of all Postgres processes, and of this process (the clients; on',
+    'the knex and direct paths also the driver). CPU other: cores used by everything else on the machine meanwhile.',
+    '',
+  );
   for (const r of rows.filter((row) => row.path !== 'direct')) {
     const twin = rows.find((d) => d.path === 'direct' && d.operation === r.operation && d.clients === r.clients && d.payer === r.payer);
     if (twin) lines.push(`- ${r.operation}, ${r.clients} client(s), payer ${r.payer}: ${r.path}/direct = ${fixed((100 * r.ops_per_s) / twin.ops_per_s, 0)}% of throughput`);
