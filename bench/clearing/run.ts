@@ -16,8 +16,9 @@
  * as well. The machine may be shared: before each cell the run waits (up to 60 s) for the
  * machine to be quieter than `BENCH_MAX_OTHER_CORES` (0.25), and a cell during which other
  * processes used more than that is run again, up to `BENCH_ATTEMPTS` (3) times in all; the
- * least disturbed attempt is kept, and its "CPU other" column says how disturbed it was. Everything it creates carries a run-unique prefix, so it can share a database with
- * other work; it removes nothing (the journal is append-only).
+ * least disturbed attempt is kept, and its "CPU other" column says how disturbed it was.
+ * Everything it creates carries a run-unique prefix, so it can share a database with other
+ * work; it removes nothing (the journal is append-only). See `bench/README.md`.
  */
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
@@ -31,8 +32,9 @@ import { expectOk, JsonClient, startBinding, type ChildBinding } from './binding
 import { DirectLedger } from './direct.ts';
 import { runCell, waitForQuiet, type CellResult, type CpuSubjects, type Operation } from './measure.ts';
 
-/** What the payer pays and the payee earns per benchmark settlement, in micro-units. */
+/** What the payer pays per benchmark settlement, in micro-units. */
 const RETAIL_MICROS = 1_200;
+/** What the payee earns per benchmark settlement, in micro-units (the rest is the platform's margin). */
 const RATE_MICROS = 1_000;
 /** Longest wait for a quiet machine before a cell. */
 const QUIET_WAIT_MAX_S = 60;
@@ -41,6 +43,7 @@ const FUNDING_MICROS = 1_000_000_000_000;
 
 /** The ways the same work is issued: over HTTP to the binding, through its functions on knex in this process, or as raw SQL on pg. */
 type Path = 'http' | 'knex' | 'direct';
+/** Every path, in the order a client count's cells run. */
 const PATHS: readonly Path[] = ['http', 'knex', 'direct'];
 
 /** One row of the results table. */
@@ -51,7 +54,7 @@ interface Row extends CellResult {
   payer: 'own' | 'shared' | '-';
 }
 
-/** Reads a positive number from the environment, or `fallback`. Throws naming the variable when it is not one. */
+/** Reads a non-negative number from the environment, or `fallback`. Throws naming the variable when it is not one. */
 function numberFromEnv(name: string, fallback: number): number {
   const text = process.env[name];
   if (text === undefined || text === '') return fallback;
