@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest } from '../http/errors.ts';
-import { inTransaction, isMachinery, lockAccounts, readFigures } from './ledger.ts';
+import { expireHolds, inTransaction, isMachinery, lockAccounts, readFigures } from './ledger.ts';
 import { reservationsOf } from './reservations.ts';
 
 /** The statement length of read-summary: default and clamp (§6.3). */
@@ -23,9 +23,9 @@ export async function resolveAccount(db: Knex, { params }: OperationRequest<'res
   return { agent: params.agentKey, account: row?.account ?? null };
 }
 
-/** read-balance (§6.2): the figures, expiry applied first. 404 `no_such_object` for an unknown account. */
+/** read-balance (§6.2): the figures, closed windows not counted; one read. 404 `no_such_object` for an unknown account. */
 export async function readBalance(db: Knex, { params }: OperationRequest<'read-balance'>): Promise<OperationResult<'read-balance'>> {
-  return inTransaction(db, (trx) => readFigures(trx, params.account));
+  return readFigures(db, params.account);
 }
 
 /**
@@ -58,6 +58,7 @@ async function totals(trx: Knex.Transaction, account: string): Promise<Record<st
 export async function readSummary(db: Knex, { params, query }: OperationRequest<'read-summary'>): Promise<OperationResult<'read-summary'>> {
   const limit = Math.min(query.limit ?? STATEMENT_DEFAULT, STATEMENT_MAX);
   return inTransaction(db, async (trx) => {
+    await expireHolds(trx, params.account);
     const figures = await readFigures(trx, params.account);
     const statement = await trx('clearing_postings as p')
       .join('clearing_transactions as t', 't.txn_id', 'p.txn_id')

@@ -91,17 +91,21 @@ export async function expireHolds(trx: Knex | Knex.Transaction, account?: string
 }
 
 /**
- * An account's figures with expiry applied first (§6.2, §6.15). Machinery accounts have no
- * balance row: their balance is the sum of their postings. Throws 404 `no_such_object`.
+ * An account's figures (§6.2). A hold whose window has closed never counts, whether or not it
+ * has been released yet (§6.15), so this read writes nothing and needs no transaction: the
+ * admission path's read-balance is one round trip. Machinery accounts have no balance row:
+ * their balance is the sum of their postings. Throws 404 `no_such_object`.
  */
-export async function readFigures(trx: Knex.Transaction, account: string): Promise<Figures> {
-  await expireHolds(trx, account);
+export async function readFigures(trx: Knex | Knex.Transaction, account: string): Promise<Figures> {
   const row = await trx('clearing_accounts')
     .where({ id: account })
     .first(
       'kind',
       'balance',
-      trx.raw(`(SELECT coalesce(sum(amount - drawn), 0)::bigint FROM clearing_holds h WHERE h.account = clearing_accounts.id AND h.status = 'open') AS reserved`),
+      trx.raw(
+        `(SELECT coalesce(sum(amount - drawn), 0)::bigint FROM clearing_holds h
+          WHERE h.account = clearing_accounts.id AND h.status = 'open' AND h.expires_at > clock_timestamp()) AS reserved`,
+      ),
     );
   if (!row) throw noSuchObject(`there is no account ${account}`);
   let balance = int(row.balance);

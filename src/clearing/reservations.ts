@@ -253,6 +253,7 @@ export async function reservationsOf(trx: Knex.Transaction, account: string, onl
 /** list-reservations (§6.5): the account's figures and every reservation record, expiry applied first. */
 export async function listReservations(db: Knex, { params }: OperationRequest<'list-reservations'>): Promise<OperationResult<'list-reservations'>> {
   return inTransaction(db, async (trx) => {
+    await expireHolds(trx, params.account);
     const figures = await readFigures(trx, params.account);
     return { ...figures, reservations: await reservationsOf(trx, params.account, false) };
   });

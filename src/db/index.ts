@@ -57,10 +57,10 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
       try {
         release = await lockfile.lock(dir, {
           lockfilePath: `${dir}.lock`,
-          // A lock left by a killed process goes stale after 10 s, so a restart waits at most that long.
+          // A lock left by a killed process goes stale 10 s after its last refresh; a restart waits up to 20 s for that.
           stale: 10_000,
           update: 2_000,
-          retries: { retries: 12, minTimeout: 1_000, maxTimeout: 1_000 },
+          retries: { retries: 20, minTimeout: 1_000, maxTimeout: 1_000 },
           onCompromised: (error) => process.emitWarning(`PGlite directory lock compromised: ${error.message}`),
         });
       } catch (error) {
