@@ -5,6 +5,7 @@
 import type { Knex } from 'knex';
 import * as clearingLedger from './001_clearing_ledger.ts';
 import * as gateway from './002_gateway.ts';
+import * as gatewayIdentity from './003_gateway_identity.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -15,6 +16,7 @@ export interface Migration {
 const migrations: Record<string, Migration> = {
   '001_clearing_ledger': clearingLedger,
   '002_gateway': gateway,
+  '003_gateway_identity': gatewayIdentity,
 };
 
 /** knex's `migrationSource` over the table above. */

@@ -25,10 +25,24 @@ function closeOnSignal(close: () => Promise<void>): void {
   process.once('SIGTERM', () => void stop('SIGTERM'));
 }
 
+/** Runs a server's start; a failure (a locked data directory, a port in use) is one line on stderr and exit code 1, not a stack trace. */
+async function starting<T>(what: string, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    process.stderr.write(`holon: could not start ${what}: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 /** Prints a client answer as JSON; a non-2xx answer also sets exit code 1. */
 function print(result: { data?: unknown; error?: unknown; response?: Response }): void {
   const body = result.data ?? result.error;
   process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+  const approval = (body as { approval?: { id?: string } } | undefined)?.approval?.id;
+  if (result.response?.status === 202 && approval) {
+    process.stderr.write(`held for approval ${approval}: POST /v0/approvals/${approval} with {} to run it, or {"decision":"reject"}\n`);
+  }
   if (!result.response || result.response.status >= 300) process.exitCode = 1;
 }
 
@@ -76,7 +90,7 @@ program
   .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
   .option('--clearing-url <url>', 'use this clearing binding instead of the reference one')
   .action(async (opts: { port: string; db: string; clearingUrl?: string }) => {
-    const running = await startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl });
+    const running = await starting('the gateway', () => startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl }));
     process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''})\n`);
     closeOnSignal(running.close);
   });
@@ -122,7 +136,7 @@ clearing
   .option('--port <port>', 'TCP port', '4100')
   .option('--db <dir>', 'PGlite data directory (ignored when DATABASE_URL is set)', '.holon/clearing')
   .action(async (opts: { port: string; db: string }) => {
-    const running = await startClearingServer({ target: targetFromEnv(opts.db), port: Number(opts.port) });
+    const running = await starting('the clearing binding', () => startClearingServer({ target: targetFromEnv(opts.db), port: Number(opts.port) }));
     process.stdout.write(`holon clearing binding listening on ${running.url}\n`);
     closeOnSignal(running.close);
   });

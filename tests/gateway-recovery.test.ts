@@ -49,7 +49,7 @@ describe('§7 restarts', () => {
       callInFlight(first, { mandate: tree.mandate, agent: 'gto/pass', input: { calls: [{ agent: 'gt/run' }], do: 'hang' } }),
     ];
     const row = await receiptRow(first, leaf.mandate, 'running', 'gt/sleeper@1.0.0');
-    assert.equal(row.hold_id, `hold:${row.id}`);
+    assert.equal(row.hold_id, `hold:${first.running.gateway.work(row.id)}`);
     leaf.receipt = row.id;
     await waitFor(async () => (await first.reserved(leaf.payer)) === 100_000);
     tree.child = (await receiptRow(first, tree.mandate, 'succeeded', 'gt/run@1.0.0')).id;
@@ -72,7 +72,7 @@ describe('§7 restarts', () => {
     const budget = (await second.http.get(`/v0/mandates/${leaf.mandate}`).expect(200)).body.budget;
     assert.deepEqual(budget, { currency: 'EUR', total: '10.00', spent: '0.00', reserved: '0.00', remaining: '10.00' });
     const release = (await second.http.get('/v0/settlements?status=posted').expect(200)).body.settlements.find((s: { receipt: string }) => s.receipt === leaf.receipt);
-    assert.equal(release.txn_id, `release:hold:${leaf.receipt}`);
+    assert.equal(release.txn_id, `release:hold:${second.running.gateway.work(leaf.receipt)}`);
   });
 
   test('downstream calls that had finished stay paid and count against the mandate', async () => {
@@ -109,6 +109,9 @@ describe('outbox (clearing-contract §13)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  /** A receipt's work identity at the binding (`<gateway>:<receipt>`). */
+  const work = (receipt: string) => gw.running.gateway.work(receipt);
+
   /** The intents of one receipt in `status`, by transaction id. */
   async function intents(receipt: string, status: string) {
     const listed = (await gw.http.get(`/v0/settlements?status=${status}`).expect(200)).body.settlements as Array<{ txn_id: string; receipt: string; attempts: number; last_error: string | null }>;
@@ -128,7 +131,7 @@ describe('outbox (clearing-contract §13)', () => {
     await gw.settle();
 
     const pending = await intents(id, 'pending');
-    assert.deepEqual(Object.keys(pending).sort(), [`release:hold:${id}`, `settle:${id}`]);
+    assert.deepEqual(Object.keys(pending).sort(), [`release:hold:${work(id)}`, `settle:${work(id)}`]);
     for (const intent of Object.values(pending)) {
       assert.ok(intent.attempts >= 1);
       assert.match(intent.last_error!, /could not be reached/);
@@ -139,7 +142,7 @@ describe('outbox (clearing-contract §13)', () => {
     await gw.running.db.knex('gateway_settlement_intents').where({ receipt: id }).update({ next_attempt_at: new Date(Date.now() - 1) });
     await gw.settle();
     const posted = await intents(id, 'posted');
-    assert.deepEqual(Object.keys(posted).sort(), [`release:hold:${id}`, `settle:${id}`]);
+    assert.deepEqual(Object.keys(posted).sort(), [`release:hold:${work(id)}`, `settle:${work(id)}`]);
     for (const intent of Object.values(posted)) assert.ok(intent.attempts >= 2, 'posted on a retry');
     const after = await gw.balances([mandate.payer, 'gt', 'platform:fees']);
     assert.deepEqual(deltas(before, after), { [mandate.payer]: -100_000, gt: 90_000, 'platform:fees': 10_000 });
@@ -164,7 +167,7 @@ describe('outbox (clearing-contract §13)', () => {
   });
 
   test('a refusal is not retried: the intent is abandoned and listed for the operator; the hold is still released', async () => {
-    // This binding (its own PGlite) has no account for gtbase: the settlement of gtbase/base is refused (404).
+    // This binding refuses to hold an account for gtbase (REFUSED_ACCOUNT): the settlement of gtbase/base is refused (404).
     const mandate = await gw.mandate();
     const before = await gw.balances([mandate.payer]);
     const response = await gw.call({ mandate: mandate.id, agent: 'gtbase/base', input: {} });
@@ -172,10 +175,10 @@ describe('outbox (clearing-contract §13)', () => {
     const id = response.body.receipt.id;
     await gw.settle();
     const abandoned = await intents(id, 'abandoned');
-    assert.deepEqual(Object.keys(abandoned), [`settle:${id}`]);
-    assert.equal(abandoned[`settle:${id}`].attempts, 1);
-    assert.match(abandoned[`settle:${id}`].last_error!, /refused settle settle:r\d+: there is no account gtbase/);
-    assert.deepEqual(Object.keys(await intents(id, 'posted')), [`release:hold:${id}`]);
+    assert.deepEqual(Object.keys(abandoned), [`settle:${work(id)}`]);
+    assert.equal(abandoned[`settle:${work(id)}`].attempts, 1);
+    assert.match(abandoned[`settle:${work(id)}`].last_error!, /refused settle settle:[0-9a-f]{12}:r\d+: there is no account gtbase/);
+    assert.deepEqual(Object.keys(await intents(id, 'posted')), [`release:hold:${work(id)}`]);
     assert.deepEqual(await gw.balances([mandate.payer]), before);
     assert.equal(await gw.reserved(mandate.payer), 0);
   });

@@ -3,7 +3,7 @@
  * issued straight through a `pg.Pool`: no HTTP, no Koa, no knex. The SQL is the text knex emits
  * for `src/clearing/settlements.ts` `settle` (via `post`, `lockAccounts`, `findTransaction`,
  * `postEntry` in `ledger.ts`) and for `accounts.ts` `resolveAccount` + `readBalance` (via
- * `readFigures`, `expireHolds`), statement for statement, transaction for transaction; the
+ * `readFigures`), statement for statement, transaction for transaction; the
  * statements were captured from knex's `query` event. What this path reaches is the ceiling of
  * the design on the machine: everything the binding adds on top of it is overhead.
  */
@@ -18,9 +18,8 @@ const SQL = {
   insertPostings:
     'insert into "clearing_postings" ("account", "delta", "kind", "txn_id") values ($1, $2, $3, $4), ($5, $6, $7, $8), ($9, $10, $11, $12)',
   resolveAccount: 'select "account" from "clearing_agent_links" where "agent_key" = $1 limit $2',
-  expireHolds:
-    'update "clearing_holds" set "status" = $1, "released_at" = "expires_at", "release_reason" = $2 where "status" = $3 and "expires_at" <= clock_timestamp() and "account" = $4',
-  readFigures: `select "kind", "balance", (SELECT coalesce(sum(amount - drawn), 0)::bigint FROM clearing_holds h WHERE h.account = clearing_accounts.id AND h.status = 'open') AS reserved from "clearing_accounts" where "id" = $1 limit $2`,
+  readFigures: `select "kind", "balance", (SELECT coalesce(sum(amount - drawn), 0)::bigint FROM clearing_holds h
+          WHERE h.account = clearing_accounts.id AND h.status = 'open' AND h.expires_at > clock_timestamp()) AS reserved from "clearing_accounts" where "id" = $1 limit $2`,
 } as const;
 
 /** The terms of one settlement (§6.8), amounts in micro-units. */
@@ -63,23 +62,11 @@ export class DirectLedger {
     }
   }
 
-  /** resolve-account then read-balance, as the binding runs them: one pooled query, then one transaction. Returns the balance. */
+  /** resolve-account then read-balance, as the binding runs them: two pooled queries, no transaction. Returns the balance. */
   async admission(agentKey: string): Promise<number> {
     const link = await this.pool.query(SQL.resolveAccount, [agentKey, 1]);
-    const account: string = link.rows[0].account;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN;');
-      await client.query(SQL.expireHolds, ['released', 'expired', 'open', account]);
-      const figures = await client.query(SQL.readFigures, [account, 1]);
-      await client.query('COMMIT;');
-      return Number(figures.rows[0].balance);
-    } catch (error) {
-      await client.query('ROLLBACK;').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    const figures = await this.pool.query(SQL.readFigures, [link.rows[0].account, 1]);
+    return Number(figures.rows[0].balance);
   }
 
   /** Closes the pool. */

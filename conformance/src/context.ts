@@ -35,7 +35,7 @@ export class RunState {
   /** Prefix of every identifier this run creates, e.g. `hc-lq2x9a-3f1c`. */
   readonly prefix: string;
   readonly funding: FundingMode;
-  /** Every hold this run opened, released at the end of the run. */
+  /** Every hold this run asked to open (any check, any wire), released at the end of the run. */
   readonly holds = new Set<string>();
   #counter = 0;
 
@@ -50,7 +50,7 @@ export class RunState {
 
   /** A fresh wire recording into this run's log. */
   newWire(): Wire {
-    return new Wire({ url: this.config.url, headers: this.config.headers, timeout_ms: this.config.timeout_ms }, this.log);
+    return new Wire({ url: this.config.url, headers: this.config.headers, timeout_ms: this.config.timeout_ms, onHold: (holdId) => this.holds.add(holdId) }, this.log);
   }
 
   /** A run-unique identifier such as `hc-lq2x9a-3f1c-settle-7`. */
@@ -185,7 +185,6 @@ export class CheckContext {
   /** Opens a hold on the payer (or `options.account`); fails the check unless it is applied (§6.11). */
   async openHold(amount: number, options: HoldOptions = {}): Promise<{ holdId: string; body: Json; reply: Reply }> {
     const holdId = this.id('hold');
-    this.#run.holds.add(holdId);
     const reply = await this.wire.openHold({
       holdId, account: options.account ?? this.payer, amount,
       expiresAt: this.expiresAt(options.expiresInMs ?? 600_000), ref: 'holon-conformance',

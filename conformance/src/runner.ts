@@ -5,7 +5,7 @@
 import pkg from '../package.json' with { type: 'json' };
 import { SECTIONS, type Check, type CheckResult, type SectionName } from './check.ts';
 import { CHECKS } from './checks/index.ts';
-import { ConfigError, parseConfig } from './config.ts';
+import { ConfigError, parseConfig, type ConformanceConfig } from './config.ts';
 import { CheckContext, RunState, type FundingMode } from './context.ts';
 import { readDeclared } from './declared.ts';
 import { CheckFailed, Inconclusive, NotApplicable } from './expect.ts';
@@ -98,6 +98,7 @@ export async function runConformance(input: unknown, options: RunOptions = {}): 
     throw new BindingUnreachable(`cannot reach the binding at ${config.url}: ${first.exchange.transport_error}`);
   }
   const declared = readDeclared(first.status === 200 ? first.body : undefined);
+  await requireFixtureAccounts(config, new RunState(config, null, log));
   const state = new RunState(config, declared, log);
   const notes = [fundingNote(state)];
   if (declared === null) notes.push(`the capability document is unusable (${first.status}); checks that plan by it are skipped`);
@@ -202,6 +203,22 @@ function fundingNote(state: RunState): string {
 }
 
 /** The payer's and the payee's balances, or null when read-balance does not answer them. */
+/**
+ * The two fixture accounts must exist before the run: a binding answering 404 `no_such_object`
+ * for one is missing its set-up, not failing the contract, so the run stops with a ConfigError
+ * (exit 2) that says what to create instead of reporting every check as failed.
+ */
+async function requireFixtureAccounts(config: ConformanceConfig, state: RunState): Promise<void> {
+  const wire = state.newWire();
+  const { payer, payee } = config.fixtures.accounts;
+  for (const [role, account] of [['payer', payer], ['payee', payee]] as const) {
+    const reply = await wire.readBalance(account);
+    if (reply.status === 404 && (reply.body as { code?: unknown } | undefined)?.code === 'no_such_object') {
+      throw new ConfigError(`fixtures.accounts.${role}: the binding has no account ${account} (read-balance answered 404 no_such_object); create it, and link fixtures.agent_key to the payer, before the run`);
+    }
+  }
+}
+
 async function payerBalance(state: RunState): Promise<{ payer: number; payee: number } | null> {
   const wire = state.newWire();
   const { payer, payee } = state.config.fixtures.accounts;
@@ -225,7 +242,7 @@ async function cleanUp(state: RunState, start: { payer: number; payee: number } 
   const wire = state.newWire();
   if (state.declared?.operations.has('release-hold')) {
     for (const holdId of state.holds) await wire.releaseHold({ holdId, reason: 'holon-conformance clean-up' });
-    if (state.holds.size > 0) notes.push(`clean-up: released the ${state.holds.size} holds the run opened`);
+    if (state.holds.size > 0) notes.push(`clean-up: released every hold the run asked to open (${state.holds.size})`);
   }
   const end = start === null ? null : await payerBalance(state);
   if (start !== null && end !== null) {

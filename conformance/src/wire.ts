@@ -28,6 +28,8 @@ export interface WireTarget {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly timeout_ms: number;
+  /** Told every hold id this wire asks to open, before the request goes out, so the run can release them all at the end. */
+  readonly onHold?: (holdId: string) => void;
 }
 
 /**
@@ -121,6 +123,7 @@ export class Wire {
 
   /** open-hold (§6.11). */
   openHold(body: OpenHoldRequest): Promise<Reply> {
+    if (typeof body.holdId === 'string') this.#target.onHold?.(body.holdId);
     return this.#call('open-hold', (o) => sdk.openHold({ ...o, body }));
   }
 

@@ -156,13 +156,13 @@ describe('the command line', () => {
       assert.equal(out.code, 1, out.stdout + out.stderr);
       assert.match(out.stdout, /FAILED {2}idempotency\.settle-replay {2}MUST/);
       assert.match(out.stdout, /reproduce: curl -sS -i -X POST '.*\/internal\/ledger\/charge'/);
-      assert.match(await readFile(join(dir, 'r.xml'), 'utf8'), /<failure message="the repeated settle: applied is true" type="MUST"/);
+      assert.match(await readFile(join(dir, 'r.xml'), 'utf8'), /<failure message="the repeated settle: applied is true" type="MUST">[^<]*<!\[CDATA\[[\s\S]*reproduce: curl/, 'the failure body carries the full text');
     } finally {
       await fake.close();
     }
   });
 
-  test('exit 2 for an invalid config, an unknown check and an unreachable binding', async () => {
+  test('exit 2 for an invalid config, an unknown check, a fixture account not created and an unreachable binding', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
     await writeFile(join(dir, 'bad.json'), JSON.stringify({ fixtures: {} }));
     const bad = await cli(['--config', join(dir, 'bad.json')]);
@@ -174,6 +174,11 @@ describe('the command line', () => {
     const unknown = await cli(['--config', join(dir, 'ok.json'), '--only', 'no.such-check']);
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /matches no check/);
+    const missing = { url, fixtures: { ...FAKE_FIXTURES, accounts: { ...FAKE_FIXTURES.accounts, payee: 'never-created' } } };
+    await writeFile(join(dir, 'missing.json'), JSON.stringify(missing));
+    const unset = await cli(['--config', join(dir, 'missing.json')]);
+    assert.equal(unset.code, 2, 'a fixture account the binding does not have is a set-up problem, not 100 failed checks');
+    assert.match(unset.stderr, /fixtures\.accounts\.payee: the binding has no account never-created/);
     await fake.close();
     const down = await cli(['--config', join(dir, 'ok.json')]);
     assert.equal(down.code, 2);

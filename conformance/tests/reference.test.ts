@@ -46,9 +46,12 @@ function failures(report: Awaited<ReturnType<typeof runConformance>>) {
 test('the reference binding passes every check of the kit', { timeout: 120_000 }, async () => {
   const binding = await serve();
   try {
-    const report = await runConformance({ url: binding.url, fixtures: await fixtures(0) });
+    const config = { url: binding.url, fixtures: await fixtures(0) };
+    const report = await runConformance(config);
     assert.deepEqual(failures(report), []);
     assert.equal(report.exit_code, 0);
+    const payer = (await testBinding(db).http.get(`/internal/ledger/balance/${config.fixtures.accounts.payer}`)).body;
+    assert.equal(payer.reserved, 0, 'the kit releases every hold it opened');
     // What a full, immediate binding without periods that always answers `state` has nothing to show for.
     assert.deepEqual(report.results.filter((r) => r.outcome === 'skip').map((r) => r.id).sort(), [
       'balance.no-reservations',

@@ -1,7 +1,8 @@
 // holon-labs/invoice-pipeline: extracts the lines through the best extraction.table agent, then totals them in cents.
 export default async function run(input, ctx) {
   const table = await ctx.call({ capability: 'extraction.table' }, { text: input.invoice });
-  if (!table.ok) throw ctx.error('no_table_found', `the extraction failed: ${table.error.message}`);
+  if (!table.ok && table.error.code === 'no_table_found') throw ctx.error('no_table_found', table.error.message);
+  if (!table.ok) throw ctx.error('extraction_failed', `the extraction call ${table.receipt} failed with ${table.error.code}: ${table.error.message}`);
   let cents = 0;
   for (const [, quantity, price] of table.output.rows) {
     const [units, fraction = ''] = price.split('.');

@@ -75,6 +75,8 @@ export interface GatewayDeps {
   outbox: Outbox;
   runtimeFor: (kind: ListedAgent['loaded']['manifest']['runtime']['kind']) => Runtime;
   logger: Logger;
+  /** This gateway's id (`gateway_identity`), part of every transaction and hold id it gives the binding. */
+  gateway_id: string;
 }
 
 /** How long a hold outlives the run's timeout, so settlement can draw on it after a slow finish. */
@@ -111,6 +113,11 @@ export class Gateway {
   readonly stats = new Map<string, { runs: number; successes: number }>();
 
   constructor(private readonly deps: GatewayDeps) {}
+
+  /** The identity of a call's work at the binding: `<gateway>:<receipt>` (clearing-contract §9, §13). */
+  work(receipt: string): string {
+    return `${this.deps.gateway_id}:${receipt}`;
+  }
 
   /**
    * Runs one call through every step of gateway §1 and answers with its receipt. Throws
@@ -323,7 +330,7 @@ export class Gateway {
     const manifest = call.agent!.loaded.manifest;
     const worst = call.worst!;
     const parent = call.options.parent;
-    const holdId = parent?.mode === 'passthrough' || worst.worst_case_micros === 0 ? null : `hold:${call.id}`;
+    const holdId = parent?.mode === 'passthrough' || worst.worst_case_micros === 0 ? null : `hold:${this.work(call.id)}`;
 
     let sub: StoredMandate | null = null;
     let subDocument: Record<string, any> | null = null;
@@ -464,14 +471,14 @@ export class Gateway {
       intents.push({
         operation: 'settle',
         receipt: call.id,
-        body: { txnId: `settle:${call.id}`, caller: call.receipt.payer, owner: split.levels[0].account, retail: result.own_micros, rate: result.own_micros - split.platform_fee_micros, ref: call.id, memo: call.receipt.agent! },
+        body: { txnId: `settle:${this.work(call.id)}`, caller: call.receipt.payer, owner: split.levels[0].account, retail: result.own_micros, rate: result.own_micros - split.platform_fee_micros, ref: call.id, memo: call.receipt.agent! },
       });
       split.levels.forEach((level, index) => {
         if (level.royalty_micros === 0) return;
         intents.push({
           operation: 'settle',
           receipt: call.id,
-          body: { txnId: `royalty:${call.id}:${index + 1}`, caller: level.account, owner: split.levels[index + 1].account, retail: level.royalty_micros, rate: level.royalty_micros, ref: call.id, memo: `royalty to ${split.levels[index + 1].agent}` },
+          body: { txnId: `royalty:${this.work(call.id)}:${index + 1}`, caller: level.account, owner: split.levels[index + 1].account, retail: level.royalty_micros, rate: level.royalty_micros, ref: call.id, memo: `royalty to ${split.levels[index + 1].agent}` },
         });
       });
     }

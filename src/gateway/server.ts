@@ -17,7 +17,7 @@ import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from 
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import { runtimeFor } from '../runtimes/index.ts';
-import { ClearingPort } from './clearing.ts';
+import { ClearingPort, ClearingRefused } from './clearing.ts';
 import { createGatewayApp } from './app.ts';
 import { Gateway } from './lifecycle.ts';
 import { closeReservation, storeMandate } from './mandates.ts';
@@ -31,6 +31,34 @@ export const DEV_ACCOUNT = 'dev';
 
 /** Demo credit given once to the dev account: 100 EUR in micro-units. */
 export const DEV_CREDIT_MICROS = 100_000_000;
+
+/**
+ * Makes sure the dev accounts exist where the binding lets the gateway say so: through the
+ * reference binding's own door (an extension), every payer and author gets an account, and the
+ * dev account its demo credit once (`demo-credit:dev`, through credit when offered). A binding
+ * without that door answers 404, and then its accounts are its own business (clearing-contract §4);
+ * an account it refuses is logged, and calls that need it are refused when they happen.
+ */
+async function prepareAccounts(clearing: ClearingPort, accounts: readonly string[], logger: Logger): Promise<void> {
+  for (const account of new Set(accounts)) {
+    try {
+      await clearing.createAccount(account);
+    } catch (error) {
+      if (!(error instanceof ClearingRefused)) throw error;
+      if (error.status === 404) {
+        logger.warn('the clearing binding has no account door: create the dev accounts there yourself');
+        return;
+      }
+      logger.warn({ account }, error.message);
+    }
+  }
+  try {
+    await clearing.credit('demo-credit:dev', DEV_ACCOUNT, DEV_CREDIT_MICROS, 'dev gateway demo credit', true);
+  } catch (error) {
+    if (!(error instanceof ClearingRefused)) throw error;
+    logger.warn(error.message);
+  }
+}
 
 /** Options of `startGateway`. */
 export interface GatewayServerOptions {
@@ -160,17 +188,14 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
   const outbox = new Outbox(db, clearing, logger);
-  const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: (kind) => runtimeFor(kind), logger });
+  const gateway_id = (await db('gateway_identity').first('id')).id as string;
+  const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: (kind) => runtimeFor(kind), logger, gateway_id });
   await gateway.loadStats();
   await closeInterrupted(database, outbox);
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
-  if (binding) {
-    // The reference binding's own doors: every payer and author gets an account; the dev account its demo credit once.
-    for (const account of new Set([DEV_ACCOUNT, ...(await rootPayers()), ...authors()])) await clearing.createAccount(account);
-    await clearing.credit('demo-credit:dev', DEV_ACCOUNT, DEV_CREDIT_MICROS, 'dev gateway demo credit', true);
-  }
+  await prepareAccounts(clearing, [DEV_ACCOUNT, ...(await rootPayers()), ...authors()], logger);
   outbox.start();
   closers.push(() => outbox.stop());
   const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;

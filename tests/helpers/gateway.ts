@@ -291,10 +291,13 @@ export interface SwitchableBinding {
   close(): Promise<void>;
 }
 
+/** The author account the switchable binding refuses to create, so settling with it is refused. */
+export const REFUSED_ACCOUNT = 'gtbase';
+
 /**
  * Starts the reference binding on PGlite in `<dir>/clearing` (even with `DATABASE_URL` set: a
- * binding of its own, which knows only the accounts a test creates) and a switchable proxy in
- * front of it.
+ * binding of its own) and a switchable proxy in front of it, which also refuses to create the
+ * account {@link REFUSED_ACCOUNT}.
  */
 export async function startSwitchableBinding(dir: string): Promise<SwitchableBinding> {
   const clearing_dir = path.join(dir, 'clearing');
@@ -312,6 +315,11 @@ export async function startSwitchableBinding(dir: string): Promise<SwitchableBin
     }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.url === '/internal/reference/accounts' && JSON.parse(Buffer.concat(chunks).toString() || '{}').account === REFUSED_ACCOUNT) {
+      res.writeHead(422, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: `this binding holds no account for ${REFUSED_ACCOUNT}`, code: 'invalid_request' }));
+      return;
+    }
     const answer = await fetch(`${binding.url}${req.url}`, {
       method: req.method,
       headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },

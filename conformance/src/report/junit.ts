@@ -1,6 +1,7 @@
 /**
  * The JUnit XML report, for CI: one test suite per section, one test case per check. A failed
- * check is a `<failure>` typed MUST or SHOULD (the exit code decides on MUST alone); a skipped
+ * check is a `<failure>` typed MUST or SHOULD whose body is the full failure text with its curl
+ * lines (the exit code decides on MUST alone); a skipped
  * or warned check is `<skipped>`, with the reason in system-out.
  */
 import { createRequire } from 'node:module';
@@ -21,7 +22,7 @@ export function toJunit(report: ConformanceReport): string {
     const suite = builder.testSuite().name(`${name} (${cites})`);
     for (const r of results) {
       const test = suite.testCase().className(`holon-conformance.${name}`).name(`${r.id} [${r.level}] ${r.title}`).time(r.duration_ms / 1000);
-      if (r.outcome === 'fail') test.failure(r.failure?.message, r.level).standardOutput(formatFailure(r));
+      if (r.outcome === 'fail') test.failure(r.failure?.message, r.level).stacktrace(formatFailure(r));
       if (r.outcome === 'skip') test.skipped().standardOutput(`skipped: ${r.reason}`);
       if (r.outcome === 'warn') test.skipped().standardOutput(`WARNING, proved nothing: ${r.reason}`);
     }
