@@ -29,7 +29,7 @@ export const FAULTS = [
   'settle-accepts-retail-below-rate', 'settlement-amount-is-rate', 'legs-unbalanced', 'credit-double', 'credit-accepts-zero',
   'adjust-ignores-sign', 'adjust-accepts-zero', 'reverse-restores-rate', 'reverse-no-reversed-by', 'reverse-twice',
   'reverse-refusal-unnamed', 'reverse-of-reverse', 'reverse-of-adjust', 'reverse-without-reason', 'reverse-draw-keeps-cap',
-  'reverse-draw-reopens-released',
+  'reverse-draw-reopens-released', 'reverse-draw-released-drawn', 'reverse-draw-replay-restores-cap', 'resize-ignores-window',
   'hold-debits-balance', 'hold-record-wrong-amount', 'hold-overcommits', 'hold-refusal-vague', 'hold-accepts-bad-expiry',
   'hold-conflict-unnamed', 'resize-raise-free', 'resize-overcommits', 'resize-reduce-keeps-reserved', 'resize-below-drawn',
   'resize-revives-released', 'draw-remaining-ignores-billed', 'draw-takes-margin', 'draw-exceeds-cap', 'draw-capped-unmarked',
@@ -444,6 +444,7 @@ class FakeLedger {
     if (!isText(b.reason) && !this.is('reverse-without-reason')) throw new Refusal(422, 'invalid_request', 'a reason is required');
     const existing = this.#txns.get(b.txnId);
     if (existing?.kind === 'reverse' && existing.reverses === b.reverses) {
+      if (this.is('reverse-draw-replay-restores-cap')) this.#giveCapBack(this.#txns.get(b.reverses));
       return ok({ ...existing.answer, applied: false, amount: this.is('reverse-replay-amount-zero') ? 0 : existing.amount });
     }
     if (existing !== undefined) throw new Refusal(422, 'terms_conflict', `transaction ${b.txnId} already exists`);
@@ -459,18 +460,22 @@ class FakeLedger {
       const earn = target.legs.find((l) => l.kind === 'earn')?.delta ?? 0;
       legs[0] = { account: target.account, delta: earn, kind: 'reversal' };
     }
-    const hold = target.holdId === null ? undefined : this.#holds.get(target.holdId);
-    if (hold !== undefined && target.kind === 'draw') {
-      if (this.#live(hold) && !this.is('reverse-draw-keeps-cap')) hold.drawn -= target.amount;
-      if (!this.#live(hold) && this.is('reverse-draw-reopens-released')) {
-        hold.status = 'open';
-        hold.drawn -= target.amount;
-      }
-    }
+    if (!this.is('reverse-draw-keeps-cap')) this.#giveCapBack(target);
     const answer = this.accepted('reverse', { amount: target.amount });
     this.#record_txn({ txnId: b.txnId, kind: 'reverse', account: target.account, amount: target.amount, legs, reverses: b.reverses, holdId: null, terms: b.reverses, answer });
     target.reversed_by = b.txnId;
     return ok(answer);
+  }
+
+  /** §6.9: a reversed draw gives its amount back to the cap of its hold while the hold is open (or as a fault breaks it). */
+  #giveCapBack(target: Txn | undefined): void {
+    const hold = target?.holdId == null ? undefined : this.#holds.get(target.holdId);
+    if (target === undefined || hold === undefined || target.kind !== 'draw') return;
+    if (this.#live(hold)) hold.drawn -= target.amount;
+    else if (this.is('reverse-draw-reopens-released')) {
+      hold.status = 'open';
+      hold.drawn -= target.amount;
+    } else if (this.is('reverse-draw-released-drawn')) hold.drawn -= target.amount;
   }
 
   // ---- reservations (§6.11 to §6.14) ----
@@ -549,7 +554,7 @@ class FakeLedger {
     }
     if ((delta > 0 && this.is('resize-raise-free')) || (delta < 0 && this.is('resize-reduce-keeps-reserved'))) hold.uncounted += delta;
     hold.amount = b.amount;
-    hold.expires_at = expires;
+    if (!this.is('resize-ignores-window')) hold.expires_at = expires;
     return ok(this.#holdAnswer(hold, { delta }));
   }
 

@@ -18,7 +18,7 @@ import { FAKE_FIXTURES, REQUIRED_ONLY, startFakeBinding, type FakeOptions } from
 const run = promisify(execFile);
 const BIN = new URL('../src/bin.mjs', import.meta.url).pathname;
 
-/** Every check but the three expiry checks, which wait for a window to close (run in the first test). */
+/** Every check but the expiry checks, which wait for a window to close (run in the first test). */
 const WITHOUT_EXPIRY = CHECKS.map((c) => c.id).filter((id) => !id.startsWith('expiry.'));
 
 /** A config for a fake at `url`. */
@@ -139,9 +139,9 @@ describe('the command line', () => {
       assert.match(out.stdout, /\[ 1\/2\] settlements/);
       assert.match(out.stdout, /PASS: every MUST check passed/);
       const json = JSON.parse(await readFile(join(dir, 'r.json'), 'utf8')) as ConformanceReport;
-      assert.equal(json.results.length, 21);
+      assert.equal(json.results.length, 22);
       const xml = await readFile(join(dir, 'r.xml'), 'utf8');
-      assert.match(xml, /<testsuites[^>]* tests="21" failures="0"/);
+      assert.match(xml, /<testsuites[^>]* tests="22" failures="0"/);
     } finally {
       await fake.close();
     }

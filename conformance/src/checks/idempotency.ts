@@ -150,6 +150,25 @@ export const idempotencyChecks = checksOf('idempotency', [
     },
   },
   {
+    id: 'idempotency.reverse-draw-replay',
+    cite: '§9, §6.9',
+    level: 'MUST',
+    needs: ['reverse', 'open-hold', 'draw'],
+    title: 'a replayed reversal of a draw answers applied false and gives the hold\'s cap back only once',
+    async run(ctx) {
+      const cap = ctx.amount(10);
+      const { holdId } = await ctx.openFundedHold(cap);
+      const { txnId } = await ctx.draw(holdId, [{ meter: 'calls', amount: ctx.amount(4) }]);
+      const body = { txnId: ctx.id('reverse'), reverses: txnId, reason: 'holon-conformance' };
+      const { before, reply } = await sendTwice(ctx, () => ctx.wire.reverse(body), 'the reversal of the draw', 'the replayed reversal of the draw');
+      const after = await ctx.figures(ctx.payer);
+      ensureMoved('a replayed reversal of a draw', 'balance', before, after, 0, reply);
+      ensureMoved('a replayed reversal of a draw (the cap was already given back)', 'reserved', before, after, 0, reply);
+      const again = await ctx.draw(holdId, [{ meter: 'calls', amount: cap + ctx.amount(4) }]);
+      ensureEqual(again.body.billed, cap, 'a draw past the cap after the reversal and its replay bills the cap once (§6.9 "once")', reply, again.reply);
+    },
+  },
+  {
     id: 'idempotency.adjust-replay',
     cite: '§9, §6.10',
     level: 'MUST',

@@ -6,7 +6,7 @@ import type { DrawLineRequest } from '../../../generated/clearing/client/types.g
 import { checksOf } from '../check.ts';
 import type { CheckContext, Figures } from '../context.ts';
 import {
-  answered, applied, asObject, ensure, ensureEqual, ensureMoved, fail, gotOf, INVALID, refused, REFUSED, type Json,
+  answered, applied, asObject, ensure, ensureEqual, ensureMoved, fail, gotOf, Inconclusive, INVALID, refused, REFUSED, type Json,
 } from '../expect.ts';
 import { drawRecordProblems, figureProblems, legSum, reservationProblems } from '../shapes.ts';
 import { malformed, type Reply } from '../wire.ts';
@@ -574,6 +574,31 @@ export const reservationChecks = checksOf('reservations', [
       const { holdId } = await expiredHold(ctx);
       const { record, reply } = await ctx.reservation(holdId);
       ensureEqual(record.status, 'released', `the status of ${holdId} after its window closed`, reply);
+    },
+  },
+  {
+    id: 'expiry.window-resized',
+    cite: '§6.12, §6.15',
+    level: 'MUST',
+    needs: ['open-hold', 'resize-hold'],
+    title: 'resizing to the same cap with a later expiresAt applies, and the hold outlives its first window',
+    async run(ctx) {
+      const cap = ctx.amount(10);
+      const start = await ctx.ensureAvailable(cap);
+      const opened = Date.now();
+      const { holdId } = await ctx.openHold(cap, { expiresInMs: SHORT_WINDOW_MS });
+      const reply = await ctx.wire.resizeHold({ holdId, amount: cap, expiresAt: ctx.expiresAt(600_000), reason: 'holon-conformance: a longer window' });
+      if (reply.status !== 200 && Date.now() - opened >= SHORT_WINDOW_MS) {
+        throw new Inconclusive(`the resize reached the binding after the hold's first window of ${SHORT_WINDOW_MS} ms had closed; run again on a less loaded machine`);
+      }
+      applied(reply, `resize-hold ${holdId} to the same cap with a later window`, true);
+      await sleep(Math.max(0, opened + SHORT_WINDOW_MS + EXPIRY_GRACE_MS - Date.now()));
+      const after = await ctx.figures(ctx.payer);
+      ensureMoved('a hold past its first window, after its window was extended (it still commits its cap)', 'reserved', start, after, cap, reply);
+      if (ctx.offers('draw')) {
+        const { reply: drawReply } = await tryDraw(ctx, holdId, [{ meter: 'calls', amount: ctx.amount(1) }]);
+        applied(drawReply, 'a draw on the hold past its first window, inside the extended one', true);
+      }
     },
   },
 ]);

@@ -5,7 +5,7 @@
 import { checksOf } from '../check.ts';
 import type { CheckContext, Figures } from '../context.ts';
 import {
-  answered, applied, asObject, ensure, ensureEqual, ensureMoved, gotOf, Inconclusive, INVALID, NotApplicable, refused,
+  answered, applied, asObject, ensure, ensureEqual, ensureMoved, gotOf, Inconclusive, INVALID, NotApplicable, refused, type Json,
 } from '../expect.ts';
 import { legSum, settlementProblems } from '../shapes.ts';
 import { malformed, type Reply } from '../wire.ts';
@@ -372,6 +372,26 @@ export const settlementChecks = checksOf('settlements', [
         const { record, reply } = await ctx.reservation(holdId);
         ensureEqual(record.status, 'released', 'the hold stays released after its draw is reversed', reversal.reply, reply);
       }
+    },
+  },
+  {
+    id: 'reverse.released-draw-record',
+    cite: '§6.9, §6.5',
+    level: 'MUST',
+    needs: ['reverse', 'open-hold', 'draw', 'release-hold'],
+    title: 'reversing a draw on a released hold leaves the hold\'s record as it was: its cap, drawn and remaining unchanged',
+    async run(ctx) {
+      const cap = ctx.amount(10);
+      const drawn = ctx.amount(4);
+      const { holdId } = await ctx.openFundedHold(cap);
+      const { txnId } = await ctx.draw(holdId, [{ meter: 'calls', amount: drawn }]);
+      applied(await ctx.wire.releaseHold({ holdId, reason: 'holon-conformance' }), `release-hold ${holdId}`, true);
+      const before = await ctx.reservation(holdId);
+      const reversal = await reverseOnce(ctx, txnId);
+      const after = await ctx.reservation(holdId);
+      const summary = (r: Json): unknown => ({ status: r.status, amount: r.amount, drawn: r.drawn, remaining: Number(r.amount) - Number(r.drawn) });
+      ensureEqual(summary(after.record), { status: 'released', amount: cap, drawn, remaining: cap - drawn },
+        'the released hold after its draw was reversed (a released hold gets nothing back, §6.9)', before.reply, reversal.reply, after.reply);
     },
   },
 ]);
