@@ -1,43 +1,96 @@
+#!/usr/bin/env node
 /**
- * The command line: `holon-conformance --config FILE [--only IDS] [--json FILE] [--junit FILE]`.
- * Exit 0 when every MUST check passed, 1 when one failed, 2 when the config is invalid or the
- * binding cannot be reached at start.
+ * The command line: `holon-conformance --config FILE [--only IDS] [--json FILE] [--junit FILE]`
+ * runs the kit; `holon-conformance init [FILE]` writes a commented config. Exit 0 when every
+ * MUST check passed, 1 when one failed, 2 when the command line or the config is invalid, the
+ * binding cannot be reached, or what answers is not a clearing binding.
  */
 import { writeFile } from 'node:fs/promises';
 import { Command } from 'commander';
 import pkg from '../package.json' with { type: 'json' };
 import { ConfigError, loadConfig } from './config.ts';
+import { CONTRACT_VERSION } from './contract.ts';
+import { DEFAULT_CONFIG_FILE, writeConfigTemplate } from './init.ts';
 import { toJunit } from './report/junit.ts';
 import { formatProgress, formatReport } from './report/text.ts';
-import { BindingUnreachable, runConformance } from './runner.ts';
+import { BindingUnreachable, NotABinding, runConformance } from './runner.ts';
 
-/** Parses `argv`, runs the kit, writes the reports and answers the exit code. */
+/** Options of a run, as commander hands them over. */
+interface RunFlags {
+  readonly config?: string;
+  readonly only?: string;
+  readonly json?: string;
+  readonly junit?: string;
+}
+
+const EXAMPLES = `
+Examples:
+  $ holon-conformance init                      write ${DEFAULT_CONFIG_FILE}, every field commented
+  $ holon-conformance --config ${DEFAULT_CONFIG_FILE}
+  $ holon-conformance --config conf.json --json report.json --junit report.xml
+  $ holon-conformance --config conf.json --only idempotency,draw.*,settle.moves-value
+
+Exit status:
+  0  every MUST check passed (a failed SHOULD is reported, not fatal)
+  1  a MUST check failed
+  2  the command line or the config is invalid, --only selects nothing, a fixture account is
+     missing, the binding cannot be reached, or what answers is not a clearing binding`;
+
+/** Parses `argv`, runs the command it names and answers the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
+  let exitCode = 0;
   const program = new Command()
     .name('holon-conformance')
+    .description(`Certifies a clearing binding against the Holon clearing contract (clearing-contract version ${CONTRACT_VERSION}).`)
     .version(pkg.version)
-    .description('Certifies a clearing binding against the Holon clearing contract')
-    .requiredOption('--config <file>', 'the config file (JSON): url, headers, access, fixtures')
-    .option('--only <ids>', 'comma-separated check ids, section names or prefix* patterns')
-    .option('--json <file>', 'also write the results as JSON')
-    .option('--junit <file>', 'also write the results as JUnit XML')
-    .exitOverride();
+    .exitOverride()
+    .option('--config <file>', `the config, YAML (.yaml, .yml) or JSON: url, access, headers, fixtures; e.g. --config ${DEFAULT_CONFIG_FILE}`)
+    .option('--only <ids>', 'run only these checks: comma-separated ids, section names or prefix* patterns; e.g. --only idempotency,draw.*,settle.moves-value')
+    .option('--json <file>', 'also write the results as JSON; e.g. --json report.json')
+    .option('--junit <file>', 'also write the results as JUnit XML, one test case per check; e.g. --junit report.xml')
+    .addHelpText('after', EXAMPLES)
+    .action(async (flags: RunFlags) => {
+      exitCode = await run(flags);
+    });
+  program.command('init')
+    .description(`write a config to start from, every field commented; e.g. holon-conformance init ${DEFAULT_CONFIG_FILE}`)
+    .argument('[file]', 'where to write it', DEFAULT_CONFIG_FILE)
+    .option('--force', 'overwrite the file if it exists; e.g. holon-conformance init --force')
+    .action(async (file: string, flags: { force?: boolean }) => {
+      exitCode = await guarded(async () => {
+        await writeConfigTemplate(file, flags.force === true);
+        console.log(`wrote ${file}: edit url and fixtures, then run  npx holon-conformance --config ${file}`);
+        return 0;
+      });
+    });
   try {
-    program.parse(argv, { from: 'user' });
+    await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
     return (error as { exitCode?: number }).exitCode === 0 ? 0 : 2;
   }
-  const opts = program.opts<{ config: string; only?: string; json?: string; junit?: string }>();
-  try {
-    const config = await loadConfig(opts.config);
-    const only = opts.only?.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return exitCode;
+}
+
+/** Runs the kit with the parsed options and writes the reports; answers the exit code. */
+function run(flags: RunFlags): Promise<number> {
+  return guarded(async () => {
+    if (flags.config === undefined) throw new ConfigError(`--config <file> is required (write one with: holon-conformance init); see --help`);
+    const config = await loadConfig(flags.config);
+    const only = flags.only?.split(',').map((s) => s.trim()).filter((s) => s !== '');
     const report = await runConformance(config, { only, onProgress: (e) => console.log(formatProgress(e)) });
     console.log(formatReport(report));
-    if (opts.json !== undefined) await writeFile(opts.json, `${JSON.stringify(report, null, 2)}\n`);
-    if (opts.junit !== undefined) await writeFile(opts.junit, toJunit(report));
+    if (flags.json !== undefined) await writeFile(flags.json, `${JSON.stringify(report, null, 2)}\n`);
+    if (flags.junit !== undefined) await writeFile(flags.junit, toJunit(report));
     return report.exit_code;
+  });
+}
+
+/** Runs `body`; a problem the user must fix before a run can mean anything is one line on stderr and exit 2. */
+async function guarded(body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof BindingUnreachable) {
+    if (error instanceof ConfigError || error instanceof BindingUnreachable || error instanceof NotABinding) {
       console.error(`holon-conformance: ${error.message}`);
       return 2;
     }

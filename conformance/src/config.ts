@@ -3,6 +3,7 @@
  * `parseConfig` is the only place a config is validated; everything downstream trusts its result.
  */
 import { readFile } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
 
 /** How the binding restricts its callers (§3). `loopback`: the kit checks the X-Forwarded-For gate. */
 export type Access = 'loopback' | 'other';
@@ -35,7 +36,11 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Reads and validates a config file (JSON). Throws ConfigError naming the first problem. */
+/**
+ * Reads and validates a config file: YAML when its name ends in `.yaml` or `.yml` (comments
+ * allowed; `holon-conformance init` writes one), JSON otherwise. Throws ConfigError naming the
+ * first problem.
+ */
 export async function loadConfig(path: string): Promise<ConformanceConfig> {
   let text: string;
   try {
@@ -43,13 +48,14 @@ export async function loadConfig(path: string): Promise<ConformanceConfig> {
   } catch (error) {
     throw new ConfigError(`cannot read config ${path}: ${(error as Error).message}`);
   }
-  let json: unknown;
+  const format = /\.ya?ml$/i.test(path) ? 'YAML' : 'JSON';
+  let parsed: unknown;
   try {
-    json = JSON.parse(text);
+    parsed = format === 'YAML' ? parseYaml(text) : JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(`config ${path} is not JSON: ${(error as Error).message}`);
+    throw new ConfigError(`config ${path} is not ${format}: ${(error as Error).message}`);
   }
-  return parseConfig(json);
+  return parseConfig(parsed);
 }
 
 /**

@@ -29,8 +29,8 @@ export interface Figures {
 /** State shared by every check of one run. */
 export class RunState {
   readonly config: ConformanceConfig;
-  /** The capability document's planning view, or null when it was unusable. */
-  readonly declared: Declared | null;
+  /** The capability document's planning view. */
+  readonly declared: Declared;
   readonly log: ExchangeLog;
   /** Prefix of every identifier this run creates, e.g. `hc-lq2x9a-3f1c`. */
   readonly prefix: string;
@@ -39,13 +39,13 @@ export class RunState {
   readonly holds = new Set<string>();
   #counter = 0;
 
-  constructor(config: ConformanceConfig, declared: Declared | null, log: ExchangeLog) {
+  constructor(config: ConformanceConfig, declared: Declared, log: ExchangeLog) {
     this.config = config;
     this.declared = declared;
     this.log = log;
     this.prefix = `hc-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
-    const ops = declared?.operations;
-    this.funding = ops?.has('credit') ? 'credit' : ops?.has('adjust') ? 'adjust' : 'prefunded';
+    const ops = declared.operations;
+    this.funding = ops.has('credit') ? 'credit' : ops.has('adjust') ? 'adjust' : 'prefunded';
   }
 
   /** A fresh wire recording into this run's log. */
@@ -77,11 +77,8 @@ export class CheckContext {
     this.wire = wire;
   }
 
-  /** The binding's declaration. Throws NotApplicable when the capability document was unusable. */
+  /** The binding's declaration (§5). */
   get declared(): Declared {
-    if (this.#run.declared === null) {
-      throw new NotApplicable('the capability document is unusable (see capabilities.document)');
-    }
     return this.#run.declared;
   }
 

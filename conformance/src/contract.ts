@@ -7,6 +7,9 @@ import type { ErrorCode, OperationName } from '../../generated/clearing/client/t
 
 export type { ErrorCode, OperationName };
 
+/** The version of the clearing contract these checks hold a binding to (§5 `contract`). */
+export const CONTRACT_VERSION = '1';
+
 /** Every operation of §6, in the order §5's example lists them. */
 export const OPERATIONS: readonly OperationName[] = [
   'resolve-account', 'read-balance', 'read-summary', 'read-settlement',

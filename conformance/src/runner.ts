@@ -7,9 +7,11 @@ import { SECTIONS, type Check, type CheckResult, type SectionName } from './chec
 import { CHECKS } from './checks/index.ts';
 import { ConfigError, parseConfig, type ConformanceConfig } from './config.ts';
 import { CheckContext, RunState, type FundingMode } from './context.ts';
-import { readDeclared } from './declared.ts';
+import { CONTRACT_VERSION } from './contract.ts';
+import { readDeclared, type Declared } from './declared.ts';
 import { CheckFailed, Inconclusive, NotApplicable } from './expect.ts';
 import { ExchangeLog } from './http.ts';
+import { Wire, type Reply } from './wire.ts';
 
 /** Longest a single check may take before it is failed, in milliseconds. */
 const CHECK_TIMEOUT_MS = 60_000;
@@ -17,6 +19,15 @@ const CHECK_TIMEOUT_MS = 60_000;
 /** The binding did not answer the first request at all; the CLI exits 2. */
 export class BindingUnreachable extends Error {
   override name = 'BindingUnreachable';
+}
+
+/**
+ * The URL answers, but not as a clearing binding: its capability read (§5) is not 200 with a
+ * JSON object listing `operations`. Running 100 checks against it would only report each one
+ * failed, so the CLI exits 2 with this message instead.
+ */
+export class NotABinding extends Error {
+  override name = 'NotABinding';
 }
 
 /** What the runner reports while it runs: the start, then one event per finished section. */
@@ -45,19 +56,21 @@ export interface Totals {
 /** Everything one run found; the text, JSON and JUnit reports all render this. */
 export interface ConformanceReport {
   readonly kit: { readonly name: string; readonly version: string };
+  /** The version of the clearing contract the checks hold the binding to. */
+  readonly contract: { readonly name: 'clearing-contract'; readonly version: string };
   readonly url: string;
   /** Prefix of every identifier the run created in the binding. */
   readonly run_prefix: string;
   readonly started_at: string;
   readonly duration_ms: number;
-  /** What the binding declared (§5), as far as it was readable. */
+  /** What the binding declared (§5). */
   readonly binding: {
     readonly contract: unknown;
     readonly implementation: unknown;
     readonly finality: unknown;
     readonly periods: boolean;
     readonly operations: readonly string[];
-  } | null;
+  };
   readonly funding: FundingMode;
   /** Facts about the run a reader needs (funding, clean-up). */
   readonly notes: readonly string[];
@@ -84,8 +97,9 @@ export function selectChecks(only?: readonly string[]): readonly Check[] {
 
 /**
  * Runs the conformance kit. `input` is a config object as in the config file; it is validated
- * first. Throws ConfigError for an invalid config or selection and BindingUnreachable when the
- * capability read gets no answer at all; every other problem is a check result.
+ * first. Throws ConfigError for an invalid config or selection, BindingUnreachable when the
+ * capability read gets no answer at all and NotABinding when what answers is not a clearing
+ * binding; every other problem is a check result.
  */
 export async function runConformance(input: unknown, options: RunOptions = {}): Promise<ConformanceReport> {
   const config = parseConfig(input);
@@ -93,15 +107,13 @@ export async function runConformance(input: unknown, options: RunOptions = {}): 
   const started = performance.now();
   const started_at = new Date().toISOString();
   const log = new ExchangeLog();
-  const first = await new RunState(config, null, log).newWire().capabilities();
-  if (first.status === null) {
-    throw new BindingUnreachable(`cannot reach the binding at ${config.url}: ${first.exchange.transport_error}`);
-  }
-  const declared = readDeclared(first.status === 200 ? first.body : undefined);
-  await requireFixtureAccounts(config, new RunState(config, null, log));
+  const declared = await readBinding(config, log);
   const state = new RunState(config, declared, log);
+  await requireFixtureAccounts(config, state);
   const notes = [fundingNote(state)];
-  if (declared === null) notes.push(`the capability document is unusable (${first.status}); checks that plan by it are skipped`);
+  if (declared.doc.contract !== CONTRACT_VERSION) {
+    notes.push(`the binding declares contract ${JSON.stringify(declared.doc.contract)}; this kit checks clearing-contract version ${CONTRACT_VERSION}`);
+  }
   const startFigures = state.funding === 'prefunded' ? await payerBalance(state) : null;
   if (startFigures !== null) notes.push(`at start ${config.fixtures.accounts.payer} holds a balance of ${startFigures.payer}`);
   options.onProgress?.({ kind: 'start', url: config.url, run_prefix: state.prefix, notes });
@@ -123,11 +135,12 @@ export async function runConformance(input: unknown, options: RunOptions = {}): 
   const totals = countOutcomes(results);
   return {
     kit: { name: pkg.name, version: pkg.version },
+    contract: { name: 'clearing-contract', version: CONTRACT_VERSION },
     url: config.url,
     run_prefix: state.prefix,
     started_at,
     duration_ms: Math.round(performance.now() - started),
-    binding: declared === null ? null : {
+    binding: {
       contract: declared.doc.contract,
       implementation: declared.doc.implementation,
       finality: declared.doc.finality,
@@ -149,9 +162,7 @@ async function execute(check: Check, state: RunState): Promise<CheckResult> {
     id: check.id, section: check.section, cite: check.cite, level: check.level, title: check.title,
     outcome, reason, failure, duration_ms: Math.round(performance.now() - started),
   });
-  const needs = check.needs ?? [];
-  if (needs.length > 0 && state.declared === null) return result('skip', 'the capability document is unusable');
-  const missing = needs.filter((op) => !state.declared?.operations.has(op));
+  const missing = (check.needs ?? []).filter((op) => !state.declared.operations.has(op));
   if (missing.length > 0) {
     return result('skip', `the binding does not offer ${missing.join(', ')} (its absence is checked by capabilities.unlisted-not-offered)`);
   }
@@ -202,7 +213,33 @@ function fundingNote(state: RunState): string {
   }
 }
 
-/** The payer's and the payee's balances, or null when read-balance does not answer them. */
+/**
+ * The capability read (§5) that starts every run: what the binding declares. Throws
+ * BindingUnreachable when nothing answers, and NotABinding when the answer is not a capability
+ * document (not 200, or not a JSON object listing `operations`): a gateway, a web server, a
+ * binding that refuses the kit.
+ */
+async function readBinding(config: ConformanceConfig, log: ExchangeLog): Promise<Declared> {
+  const reply = await new Wire({ url: config.url, headers: config.headers, timeout_ms: config.timeout_ms }, log).capabilities();
+  if (reply.status === null) {
+    throw new BindingUnreachable(`cannot reach the binding at ${config.url}: ${reply.exchange.transport_error}`);
+  }
+  const declared = reply.status === 200 ? readDeclared(reply.body) : null;
+  if (declared !== null) return declared;
+  const hint = reply.status === 401 || reply.status === 403
+    ? 'it refused the kit: run the kit on the binding\'s host (§3 gate) or give it the binding\'s authentication in `headers`'
+    : 'check `url` in the config: it must be the binding\'s base URL (a Holon gateway\'s own URL is not its binding\'s)';
+  throw new NotABinding(`${config.url} is not a clearing binding: GET /internal/clearing/capabilities answered ${answerOf(reply)}, `
+    + `where a binding answers 200 with its capability document listing \`operations\` (clearing-contract §5); ${hint}`);
+}
+
+/** A short account of an answer for a message: status, content type and the start of the body. */
+function answerOf(reply: Reply): string {
+  const text = reply.exchange.response_body;
+  const type = reply.exchange.response_headers['content-type'] ?? 'no content type';
+  return `${reply.status} (${type}) ${JSON.stringify(text.length > 120 ? `${text.slice(0, 120)}…` : text)}`;
+}
+
 /**
  * The two fixture accounts must exist before the run: a binding answering 404 `no_such_object`
  * for one is missing its set-up, not failing the contract, so the run stops with a ConfigError
@@ -219,6 +256,7 @@ async function requireFixtureAccounts(config: ConformanceConfig, state: RunState
   }
 }
 
+/** The payer's and the payee's balances, or null when read-balance does not answer them. */
 async function payerBalance(state: RunState): Promise<{ payer: number; payee: number } | null> {
   const wire = state.newWire();
   const { payer, payee } = state.config.fixtures.accounts;
@@ -240,7 +278,7 @@ async function payerBalance(state: RunState): Promise<{ payer: number; payee: nu
 async function cleanUp(state: RunState, start: { payer: number; payee: number } | null): Promise<string[]> {
   const notes: string[] = [];
   const wire = state.newWire();
-  if (state.declared?.operations.has('release-hold')) {
+  if (state.declared.operations.has('release-hold')) {
     for (const holdId of state.holds) await wire.releaseHold({ holdId, reason: 'holon-conformance clean-up' });
     if (state.holds.size > 0) notes.push(`clean-up: released every hold the run asked to open (${state.holds.size})`);
   }

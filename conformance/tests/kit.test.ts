@@ -6,17 +6,22 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { CHECKS } from '../src/checks/index.ts';
+import { loadConfig } from '../src/config.ts';
 import { formatReport } from '../src/report/text.ts';
 import { runConformance, type ConformanceReport, type RunOptions } from '../src/runner.ts';
 import { FAKE_FIXTURES, REQUIRED_ONLY, startFakeBinding, type FakeOptions } from './fake-binding.ts';
 
 const run = promisify(execFile);
-const BIN = new URL('../src/bin.mjs', import.meta.url).pathname;
+const CLI = new URL('../src/cli.ts', import.meta.url).pathname;
+/** tsx by URL, so the command line runs from any directory (a test's temporary one too). */
+const TSX = import.meta.resolve('tsx');
 
 /** Every check but the expiry checks, which wait for a window to close (run in the first test). */
 const WITHOUT_EXPIRY = CHECKS.map((c) => c.id).filter((id) => !id.startsWith('expiry.'));
@@ -119,9 +124,9 @@ describe('the kit proves what it claims', () => {
 
 describe('the command line', () => {
   /** Runs the bin; answers exit code and output. */
-  async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  async function cli(args: string[], options: { cwd?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, [BIN, ...args]);
+      const { stdout, stderr } = await run(process.execPath, ['--import', TSX, CLI, ...args], options);
       return { code: 0, stdout, stderr };
     } catch (error) {
       const e = error as { code: number; stdout: string; stderr: string };
@@ -137,7 +142,7 @@ describe('the command line', () => {
       const out = await cli(['--config', join(dir, 'config.json'), '--only', 'settlements,idempotency.settle-replay', '--json', join(dir, 'r.json'), '--junit', join(dir, 'r.xml')]);
       assert.equal(out.code, 0, out.stdout + out.stderr);
       assert.match(out.stdout, /\[ 1\/2\] settlements/);
-      assert.match(out.stdout, /PASS: every MUST check passed/);
+      assert.match(out.stdout, /PASS: every MUST check of clearing-contract version 1 passed/);
       const json = JSON.parse(await readFile(join(dir, 'r.json'), 'utf8')) as ConformanceReport;
       assert.equal(json.results.length, 22);
       const xml = await readFile(join(dir, 'r.xml'), 'utf8');
@@ -183,6 +188,70 @@ describe('the command line', () => {
     const down = await cli(['--config', join(dir, 'ok.json')]);
     assert.equal(down.code, 2);
     assert.match(down.stderr, /cannot reach the binding/);
-    assert.equal((await cli([])).code, 2, 'no --config');
+    const none = await cli([]);
+    assert.equal(none.code, 2, 'no --config');
+    assert.match(none.stderr, /--config <file> is required \(write one with: holon-conformance init\)/);
+  });
+
+  test('exit 2, saying so, when what answers is not a clearing binding: the gateway, a web page, another JSON API', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
+    const answers: [string, number, string, string][] = [
+      // What a Holon gateway answers on the binding's path (its own router's refusal).
+      ['a Holon gateway', 404, 'application/json', '{"error":"GET /internal/clearing/capabilities is not an operation of this contract","code":"no_such_route"}'],
+      ['a web server', 200, 'text/html', '<!doctype html><title>Welcome</title>'],
+      ['another JSON API', 200, 'application/json', '{"ok":true}'],
+    ];
+    for (const [what, status, type, body] of answers) {
+      const server = createServer((_req, res) => res.writeHead(status, { 'content-type': type }).end(body));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        await writeFile(join(dir, 'conf.json'), JSON.stringify(configFor(url)));
+        const out = await cli(['--config', join(dir, 'conf.json')]);
+        assert.equal(out.code, 2, `${what}: ${out.stdout}${out.stderr}`);
+        assert.match(out.stderr, new RegExp(`${url} is not a clearing binding: GET /internal/clearing/capabilities answered ${status} \\(${type}\\)`), what);
+        assert.match(out.stderr, /check `url` in the config/, what);
+        assert.doesNotMatch(out.stdout, /FAILED/, `${what}: no check runs`);
+      } finally {
+        server.close();
+      }
+    }
+  });
+
+  test('init writes a commented YAML config that runs as written; it never overwrites one without --force', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
+    const made = await cli(['init'], { cwd: dir });
+    assert.equal(made.code, 0, made.stderr);
+    const file = join(dir, 'holon-conformance.yaml');
+    const text = await readFile(file, 'utf8');
+    for (const field of ['url', 'access', 'headers', 'timeout_ms', 'payer', 'payee', 'agent_key', 'unknown_agent_key', 'prefunded']) {
+      assert.match(text, new RegExp(`#[^\\n]*\\n\\s*(#[^\\n]*\\n\\s*)*${field}:`), `${field} has a comment above it`);
+    }
+    assert.deepEqual(await loadConfig(file), {
+      url: 'http://127.0.0.1:4100', headers: {}, access: 'loopback', timeout_ms: 10_000,
+      fixtures: { agent_key: 'conf-agent', unknown_agent_key: 'conf-nobody', accounts: { payer: 'conf-payer', payee: 'conf-payee' }, prefunded: 0 },
+    });
+    const again = await cli(['init'], { cwd: dir });
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /holon-conformance\.yaml already exists; edit it, or pass --force/);
+    const fake = await startFakeBinding();
+    try {
+      await writeFile(file, text.replace('http://127.0.0.1:4100', fake.url));
+      const out = await cli(['--config', file, '--only', 'settle.moves-value']);
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+    } finally {
+      await fake.close();
+    }
+    assert.equal((await cli(['init', '--force'], { cwd: dir })).code, 0);
+    assert.equal(await readFile(file, 'utf8'), text, '--force writes the template afresh');
+  });
+
+  test('--help lists every option with an example, the exit codes, and the contract version', async () => {
+    const help = await cli(['--help']);
+    assert.equal(help.code, 0);
+    for (const option of ['--config', '--only', '--json', '--junit']) assert.match(help.stdout, new RegExp(`e\\.g\\. ${option}\\s+\\S`), option);
+    assert.match(help.stdout, /init \[options\] \[file\][\s\S]*e\.g\. holon-conformance init/);
+    assert.match(help.stdout, /clearing-contract version 1/);
+    assert.match(help.stdout, /Exit status:\n {2}0 [^\n]*\n {2}1 [^\n]*\n {2}2 /);
   });
 });

@@ -15,7 +15,7 @@ const junit = createRequire(import.meta.url)('junit-report-builder') as Builder;
 
 /** Renders the report as JUnit XML. */
 export function toJunit(report: ConformanceReport): string {
-  const builder = junit.newBuilder().name(`holon-conformance ${report.url}`);
+  const builder = junit.newBuilder().name(`holon-conformance ${report.url}: ${report.contract.name} version ${report.contract.version}`);
   for (const { name, cites } of SECTIONS) {
     const results = report.results.filter((r) => r.section === name);
     if (results.length === 0) continue;

@@ -3,13 +3,14 @@
  * by section, then every failure in full (with a curl line that reproduces it) and every warning.
  */
 import { SECTIONS, type CheckResult } from '../check.ts';
+import { CONTRACT_VERSION } from '../contract.ts';
 import { curlFor, describeExchange } from '../http.ts';
 import type { ConformanceReport, ProgressEvent } from '../runner.ts';
 
 /** One line (or block, for the start) describing a progress event. */
 export function formatProgress(event: ProgressEvent): string {
   if (event.kind === 'start') {
-    return [`holon-conformance → ${event.url} (identifiers prefixed ${event.run_prefix})`, ...event.notes, ''].join('\n');
+    return [`holon-conformance → ${event.url}, checking clearing-contract version ${CONTRACT_VERSION} (identifiers prefixed ${event.run_prefix})`, ...event.notes, ''].join('\n');
   }
   const counts = tally(event.results);
   const parts = [`${counts.pass} passed`];
@@ -29,7 +30,8 @@ export function formatReport(report: ConformanceReport): string {
   for (const result of warnings) out.push(`WARNING  ${result.id}  ${result.level}  ${result.cite}\n  rule:   ${result.title}\n  proved nothing: ${result.reason}`, '');
   if (report.notes.length > 0) out.push(...report.notes.map((n) => `note: ${n}`), '');
   const t = report.totals;
-  const verdict = report.exit_code === 0 ? 'PASS: every MUST check passed' : `FAIL: ${t.failed_must} MUST check${t.failed_must === 1 ? '' : 's'} failed`;
+  const contract = `${report.contract.name} version ${report.contract.version}`;
+  const verdict = report.exit_code === 0 ? `PASS: every MUST check of ${contract} passed` : `FAIL: ${t.failed_must} MUST check${t.failed_must === 1 ? '' : 's'} of ${contract} failed`;
   out.push(`${verdict} (${t.passed} passed, ${t.failed} failed of which ${t.failed_should} SHOULD, ${t.skipped} skipped, ${t.warned} warned; ${(report.duration_ms / 1000).toFixed(1)} s)`);
   return out.join('\n');
 }
