@@ -52,6 +52,16 @@ async function reverseOnce(ctx: CheckContext, reverses: string): Promise<{ txnId
   return { txnId, amount: applied(reply, `reverse ${reverses} as ${txnId}`, true).amount, reply };
 }
 
+/** Opens a funded hold of 10 units, draws 4 from it and releases it (§6.11, §6.13, §6.14): the case of a draw whose hold is gone. */
+async function drawThenRelease(ctx: CheckContext): Promise<{ cap: number; drawn: number; holdId: string; txnId: string }> {
+  const cap = ctx.amount(10);
+  const drawn = ctx.amount(4);
+  const { holdId } = await ctx.openFundedHold(cap);
+  const { txnId } = await ctx.draw(holdId, [{ meter: 'calls', amount: drawn }]);
+  applied(await ctx.wire.releaseHold({ holdId, reason: 'holon-conformance' }), `release-hold ${holdId}`, true);
+  return { cap, drawn, holdId, txnId };
+}
+
 /** The settlement checks, in run order. */
 export const settlementChecks = checksOf('settlements', [
   {
@@ -357,11 +367,7 @@ export const settlementChecks = checksOf('settlements', [
     needs: ['reverse', 'open-hold', 'draw', 'release-hold'],
     title: 'reversing a draw on a released hold makes the payer whole and gives the hold nothing back',
     async run(ctx) {
-      const cap = ctx.amount(10);
-      const drawn = ctx.amount(4);
-      const { holdId } = await ctx.openFundedHold(cap);
-      const { txnId } = await ctx.draw(holdId, [{ meter: 'calls', amount: drawn }]);
-      applied(await ctx.wire.releaseHold({ holdId, reason: 'holon-conformance' }), `release-hold ${holdId}`, true);
+      const { drawn, holdId, txnId } = await drawThenRelease(ctx);
       const before = await ctx.figures(ctx.payer);
       const reversal = await reverseOnce(ctx, txnId);
       const after = await ctx.figures(ctx.payer);
@@ -381,11 +387,7 @@ export const settlementChecks = checksOf('settlements', [
     needs: ['reverse', 'open-hold', 'draw', 'release-hold'],
     title: 'reversing a draw on a released hold leaves the hold\'s record as it was: its cap, drawn and remaining unchanged',
     async run(ctx) {
-      const cap = ctx.amount(10);
-      const drawn = ctx.amount(4);
-      const { holdId } = await ctx.openFundedHold(cap);
-      const { txnId } = await ctx.draw(holdId, [{ meter: 'calls', amount: drawn }]);
-      applied(await ctx.wire.releaseHold({ holdId, reason: 'holon-conformance' }), `release-hold ${holdId}`, true);
+      const { cap, drawn, holdId, txnId } = await drawThenRelease(ctx);
       const before = await ctx.reservation(holdId);
       const reversal = await reverseOnce(ctx, txnId);
       const after = await ctx.reservation(holdId);
