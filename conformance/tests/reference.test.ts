@@ -25,7 +25,7 @@ function failures(report: Awaited<ReturnType<typeof runConformance>>) {
   return report.results.filter((r) => r.outcome === 'fail' || r.outcome === 'warn').map((r) => `${r.id} ${r.outcome}: ${r.reason ?? r.failure?.expected ?? ''}`);
 }
 
-test('the reference binding passes every check of the kit', { timeout: 120_000 }, async () => {
+test('the reference binding passes every check of the kit', { timeout: 240_000 }, async () => {
   const binding = await serveReference(db);
   try {
     const config = { url: binding.url, fixtures: await referenceFixtures(db, 0) };
@@ -47,7 +47,7 @@ test('the reference binding passes every check of the kit', { timeout: 120_000 }
   }
 });
 
-test('the reference binding offering only the four REQUIRED operations, funded through prefunded, passes', { timeout: 120_000 }, async () => {
+test('the reference binding offering only the four REQUIRED operations, funded through prefunded, passes', { timeout: 240_000 }, async () => {
   const binding = await serveReference(db, REQUIRED_OPERATIONS);
   try {
     const report = await runConformance({ url: binding.url, fixtures: await referenceFixtures(db, 50_000_000) });
