@@ -246,7 +246,7 @@ test('§5 the capability document is truthful: contract 1, EUR scale 6, immediat
     funding: ['credit'],
     payout: false,
     negative_balance: true,
-    limits: { min_amount: 1, max_amount: 9_007_199_254_740_991 },
+    limits: { min_amount: 1, max_amount: 999_999_999_999_999 },
     pending_max_seconds: null,
   });
   assert.equal('period' in res.body, false);
@@ -282,7 +282,7 @@ test('§7 invalid requests answer 422 invalid_request naming the field', async (
     [binding.http.post('/internal/ledger/purchase').send({ txnId: '', account, amount: 5 }), 'invalid request: body.txnId must NOT have fewer than 1 characters'],
     [binding.http.post('/internal/ledger/purchase').set('content-type', 'application/json').send('{"txnId": '), 'invalid request: the body is not valid JSON'],
     [binding.http.post('/internal/ledger/purchase').send([{ txnId, account, amount: 5 }]), 'invalid request: the body must be a JSON object'],
-    [binding.http.post('/internal/ledger/purchase').send({ txnId, account, amount: 5, ref: 'x'.repeat(1_100_000) }), 'invalid request: the body is larger than 1mb'],
+    [binding.http.post('/internal/ledger/purchase').send({ txnId, account, amount: 5, ref: 'x'.repeat(1_100_000) }), 'invalid request: the body is larger than 1048576 bytes, the most accepted'],
     [binding.http.post('/internal/ledger/charge').send({ txnId, caller: account, owner: account, rate: -1, retail: 5 }), 'invalid request: body.rate must be >= 1'],
     [
       binding.http.post('/internal/ledger/draw').send({ holdId: 'h', txnId, caller: account, owner: account, lines: [{ meter: 'm', amount: -1 }] }),
@@ -316,7 +316,7 @@ test('§3 amounts are JSON integers: a float or a numeric string is refused, not
   assert.equal((await binding.http.get(`/internal/ledger/balance/${account}`)).body.balance, 0);
 });
 
-test('§3 invariant 7: an integer JSON cannot carry exactly is refused at the declared max_amount, not rounded or a 500', async () => {
+test('§3 invariant 7: an integer JSON cannot carry exactly is refused, not rounded or a 500; the declared max_amount is the bound', async () => {
   const caller = await binding.account('caller');
   const owner = await binding.account('owner');
   const beyond = '9007199254740993'; // 2^53 + 1: JSON.parse would round it to 2^53
@@ -331,13 +331,16 @@ test('§3 invariant 7: an integer JSON cannot carry exactly is refused at the de
     const res = await binding.http.post(paths[i]).set('content-type', 'application/json').send(body);
     assert.equal(refused(res, 422, 'invalid_request'), `invalid request: ${field} must be at most 9007199254740991 in magnitude, the largest integer carried exactly`);
   }
-  // The declared max_amount itself is accepted and carried exactly.
+  // One above the declared max_amount is refused naming it; the max_amount itself is accepted and carried exactly.
+  const max = 999_999_999_999_999;
+  const above = await binding.http.post('/internal/ledger/charge').send({ txnId: unique('above'), caller, owner, rate: max, retail: max + 1 });
+  assert.equal(refused(above, 422, 'invalid_request'), 'invalid request: body.retail must be <= 999999999999999');
   const txnId = unique('max');
-  const settled = await binding.http.post('/internal/ledger/charge').send({ txnId, caller, owner, rate: Number.MAX_SAFE_INTEGER, retail: Number.MAX_SAFE_INTEGER });
+  const settled = await binding.http.post('/internal/ledger/charge').send({ txnId, caller, owner, rate: max, retail: max });
   assert.equal(settled.status, 200);
-  assert.equal((await binding.http.get(`/internal/ledger/balance/${caller}`)).body.balance, -9_007_199_254_740_991);
-  assert.equal((await binding.http.get(`/internal/ledger/balance/${owner}`)).body.balance, 9_007_199_254_740_991);
-  assert.equal((await binding.http.get(`/internal/ledger/settlement/${txnId}`)).body.amount, 9_007_199_254_740_991);
+  assert.equal((await binding.http.get(`/internal/ledger/balance/${caller}`)).body.balance, -max);
+  assert.equal((await binding.http.get(`/internal/ledger/balance/${owner}`)).body.balance, max);
+  assert.equal((await binding.http.get(`/internal/ledger/settlement/${txnId}`)).body.amount, max);
 });
 
 test('§3 path parameters are percent-encoded: accounts, transaction ids and agent keys with reserved characters', async () => {

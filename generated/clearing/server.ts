@@ -47,8 +47,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "agentKey": {
-          "type": "string",
-          "minLength": 1
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -68,8 +67,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "account": {
-          "type": "string",
-          "minLength": 1
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -89,8 +87,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "account": {
-          "type": "string",
-          "minLength": 1
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -120,8 +117,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "txnId": {
-          "type": "string",
-          "minLength": 1
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -141,8 +137,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "account": {
-          "type": "string",
-          "minLength": 1
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -162,8 +157,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "holdId": {
-          "type": "string",
-          "minLength": 1
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -326,12 +320,24 @@ export const schemaDocument = {
       },
       "Amount": {
         "type": "integer",
-        "description": "An integer in the binding's unit; for the reference binding, EUR micro-units (clearing-contract §3, invariant 7)."
+        "description": "An integer in the binding's unit; for the reference binding, EUR micro-units (clearing-contract §3, invariant 7). The reference binding keeps every balance within ±3000000000000000 (3 × 10^15) and refuses a write that would pass it, so every figure it answers is exact in a JSON number."
       },
       "PositiveAmount": {
         "type": "integer",
         "minimum": 1,
-        "description": "A positive integer in the binding's unit (clearing-contract §6)."
+        "maximum": 999999999999999,
+        "description": "A positive integer in the binding's unit (clearing-contract §6); at most 999999999999999 (10^15 − 1, 999 999 999.999999 EUR), the reference binding's `limits.max_amount`."
+      },
+      "Id": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 512,
+        "description": "An identifier (account, transaction id, hold id, agent key); at most 512 characters, no NUL, no lone surrogate."
+      },
+      "Text": {
+        "type": "string",
+        "maxLength": 1000,
+        "description": "A free text (ref, memo, reason, actor); at most 1000 characters, no NUL, no lone surrogate."
       },
       "Period": {
         "type": "string",
@@ -928,8 +934,7 @@ export const schemaDocument = {
         ]
       },
       "TxnIdField": {
-        "type": "string",
-        "minLength": 1,
+        "$ref": "#/components/schemas/Id",
         "description": "The transaction identifier, the idempotency key (clearing-contract §4, §9)."
       },
       "CreditRequest": {
@@ -946,14 +951,13 @@ export const schemaDocument = {
             "$ref": "#/components/schemas/TxnIdField"
           },
           "account": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "amount": {
             "$ref": "#/components/schemas/PositiveAmount"
           },
           "ref": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           },
           "simulated": {
             "type": "boolean"
@@ -976,13 +980,11 @@ export const schemaDocument = {
             "$ref": "#/components/schemas/TxnIdField"
           },
           "caller": {
-            "type": "string",
-            "minLength": 1,
+            "$ref": "#/components/schemas/Id",
             "description": "the paying account"
           },
           "owner": {
-            "type": "string",
-            "minLength": 1,
+            "$ref": "#/components/schemas/Id",
             "description": "the earning account"
           },
           "rate": {
@@ -992,13 +994,13 @@ export const schemaDocument = {
             "$ref": "#/components/schemas/PositiveAmount"
           },
           "ref": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           },
           "memo": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           },
           "spendAgentKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           }
         }
       },
@@ -1016,15 +1018,14 @@ export const schemaDocument = {
             "$ref": "#/components/schemas/TxnIdField"
           },
           "reverses": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "reason": {
-            "type": "string",
+            "$ref": "#/components/schemas/Text",
             "minLength": 1
           },
           "actor": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           }
         }
       },
@@ -1062,21 +1063,23 @@ export const schemaDocument = {
             "$ref": "#/components/schemas/TxnIdField"
           },
           "account": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "delta": {
             "type": "integer",
+            "minimum": -999999999999999,
+            "maximum": 999999999999999,
             "not": {
               "const": 0
-            }
+            },
+            "description": "Non-zero, at most 999999999999999 (the largest amount) in magnitude."
           },
           "reason": {
-            "type": "string",
+            "$ref": "#/components/schemas/Text",
             "minLength": 1
           },
           "actor": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           }
         }
       },
@@ -1092,12 +1095,10 @@ export const schemaDocument = {
         "additionalProperties": false,
         "properties": {
           "holdId": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "account": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "amount": {
             "$ref": "#/components/schemas/PositiveAmount"
@@ -1107,10 +1108,10 @@ export const schemaDocument = {
             "format": "date-time"
           },
           "ref": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           },
           "memo": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           }
         }
       },
@@ -1147,8 +1148,7 @@ export const schemaDocument = {
         "additionalProperties": false,
         "properties": {
           "holdId": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "amount": {
             "$ref": "#/components/schemas/PositiveAmount"
@@ -1158,7 +1158,7 @@ export const schemaDocument = {
             "format": "date-time"
           },
           "reason": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           }
         }
       },
@@ -1191,34 +1191,36 @@ export const schemaDocument = {
         "additionalProperties": false,
         "properties": {
           "meter": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "amount": {
             "type": "integer",
-            "minimum": 0
+            "minimum": 0,
+            "maximum": 999999999999999
           },
           "unit": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "count": {
             "type": "integer",
-            "minimum": 0
+            "minimum": 0,
+            "maximum": 9007199254740991
           },
           "per": {
             "type": "integer",
-            "minimum": 1
+            "minimum": 1,
+            "maximum": 9007199254740991
           },
           "per_unit": {
             "type": "integer",
-            "minimum": 0
+            "minimum": 0,
+            "maximum": 999999999999999
           },
           "pass_through": {
             "type": "boolean"
           },
           "upstream_receipt": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           }
         }
       },
@@ -1235,32 +1237,31 @@ export const schemaDocument = {
         "additionalProperties": false,
         "properties": {
           "holdId": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "txnId": {
             "$ref": "#/components/schemas/TxnIdField"
           },
           "caller": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "owner": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "lines": {
             "type": "array",
             "minItems": 1,
+            "maxItems": 1000,
+            "description": "At most 1000 lines, whose amounts sum to at most 999999999999999 (the largest amount).",
             "items": {
               "$ref": "#/components/schemas/DrawLineRequest"
             }
           },
           "ref": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           },
           "memo": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           }
         }
       },
@@ -1364,11 +1365,10 @@ export const schemaDocument = {
         "additionalProperties": false,
         "properties": {
           "holdId": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           },
           "reason": {
-            "type": "string"
+            "$ref": "#/components/schemas/Text"
           }
         }
       },
@@ -1404,9 +1404,7 @@ export const schemaDocument = {
         "additionalProperties": false,
         "properties": {
           "account": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 200
+            "$ref": "#/components/schemas/Id"
           }
         }
       },
@@ -1441,13 +1439,10 @@ export const schemaDocument = {
         "additionalProperties": false,
         "properties": {
           "agentKey": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 200
+            "$ref": "#/components/schemas/Id"
           },
           "account": {
-            "type": "string",
-            "minLength": 1
+            "$ref": "#/components/schemas/Id"
           }
         }
       },

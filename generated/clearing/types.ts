@@ -374,10 +374,14 @@ export interface components {
             error: string;
             code: components["schemas"]["ErrorCode"];
         };
-        /** @description An integer in the binding's unit; for the reference binding, EUR micro-units (clearing-contract §3, invariant 7). */
+        /** @description An integer in the binding's unit; for the reference binding, EUR micro-units (clearing-contract §3, invariant 7). The reference binding keeps every balance within ±3000000000000000 (3 × 10^15) and refuses a write that would pass it, so every figure it answers is exact in a JSON number. */
         Amount: number;
-        /** @description A positive integer in the binding's unit (clearing-contract §6). */
+        /** @description A positive integer in the binding's unit (clearing-contract §6); at most 999999999999999 (10^15 − 1, 999 999 999.999999 EUR), the reference binding's `limits.max_amount`. */
         PositiveAmount: number;
+        /** @description An identifier (account, transaction id, hold id, agent key); at most 512 characters, no NUL, no lone surrogate. */
+        Id: string;
+        /** @description A free text (ref, memo, reason, actor); at most 1000 characters, no NUL, no lone surrogate. */
+        Text: string;
         /** @description The period the figures are for; present exactly when the binding declares periods (clearing-contract §12.1). */
         Period: string;
         /**
@@ -535,34 +539,34 @@ export interface components {
         /** @description The answer of credit, settle and adjust (clearing-contract §6.7, §6.8, §6.10). */
         Applied: components["schemas"]["Accepted"];
         /** @description The transaction identifier, the idempotency key (clearing-contract §4, §9). */
-        TxnIdField: string;
+        TxnIdField: components["schemas"]["Id"];
         /** @description credit (clearing-contract §6.7). */
         CreditRequest: {
             txnId: components["schemas"]["TxnIdField"];
-            account: string;
+            account: components["schemas"]["Id"];
             amount: components["schemas"]["PositiveAmount"];
-            ref?: string;
+            ref?: components["schemas"]["Text"];
             simulated?: boolean;
         };
         /** @description settle (clearing-contract §6.8). `retail` must not be less than `rate`. */
         SettleRequest: {
             txnId: components["schemas"]["TxnIdField"];
             /** @description the paying account */
-            caller: string;
+            caller: components["schemas"]["Id"];
             /** @description the earning account */
-            owner: string;
+            owner: components["schemas"]["Id"];
             rate: components["schemas"]["PositiveAmount"];
             retail: components["schemas"]["PositiveAmount"];
-            ref?: string;
-            memo?: string;
-            spendAgentKey?: string;
+            ref?: components["schemas"]["Text"];
+            memo?: components["schemas"]["Text"];
+            spendAgentKey?: components["schemas"]["Id"];
         };
         /** @description reverse (clearing-contract §6.9). */
         ReverseRequest: {
             txnId: components["schemas"]["TxnIdField"];
-            reverses: string;
-            reason: string;
-            actor?: string;
+            reverses: components["schemas"]["Id"];
+            reason: components["schemas"]["Text"];
+            actor?: components["schemas"]["Text"];
         };
         /** @description The answer of reverse; a replay carries the same amount (clearing-contract §6.9, §9). */
         ReverseResult: components["schemas"]["Accepted"] & {
@@ -571,20 +575,21 @@ export interface components {
         /** @description adjust (clearing-contract §6.10). `delta` is non-zero, either sign. */
         AdjustRequest: {
             txnId: components["schemas"]["TxnIdField"];
-            account: string;
+            account: components["schemas"]["Id"];
+            /** @description Non-zero, at most 999999999999999 (the largest amount) in magnitude. */
             delta: number;
-            reason: string;
-            actor?: string;
+            reason: components["schemas"]["Text"];
+            actor?: components["schemas"]["Text"];
         };
         /** @description open-hold (clearing-contract §6.11). */
         OpenHoldRequest: {
-            holdId: string;
-            account: string;
+            holdId: components["schemas"]["Id"];
+            account: components["schemas"]["Id"];
             amount: components["schemas"]["PositiveAmount"];
             /** Format: date-time */
             expiresAt: string;
-            ref?: string;
-            memo?: string;
+            ref?: components["schemas"]["Text"];
+            memo?: components["schemas"]["Text"];
         };
         /** @description The answer of open-hold (clearing-contract §6.11). */
         HoldResult: components["schemas"]["Accepted"] & {
@@ -593,11 +598,11 @@ export interface components {
         };
         /** @description resize-hold (clearing-contract §6.12). */
         ResizeHoldRequest: {
-            holdId: string;
+            holdId: components["schemas"]["Id"];
             amount: components["schemas"]["PositiveAmount"];
             /** Format: date-time */
             expiresAt?: string;
-            reason?: string;
+            reason?: components["schemas"]["Text"];
         };
         /** @description The answer of resize-hold; `delta` is the change of the cap (clearing-contract §6.12). */
         ResizeResult: components["schemas"]["HoldResult"] & {
@@ -605,24 +610,25 @@ export interface components {
         };
         /** @description One usage line, already rated by the caller (clearing-contract §6.13). When `count` and `per_unit` are given, amount = floor(count * per_unit / per), `per` defaulting to 1. A pass-through line names its upstream receipt. */
         DrawLineRequest: {
-            meter: string;
+            meter: components["schemas"]["Id"];
             amount: number;
-            unit?: string;
+            unit?: components["schemas"]["Id"];
             count?: number;
             per?: number;
             per_unit?: number;
             pass_through?: boolean;
-            upstream_receipt?: string;
+            upstream_receipt?: components["schemas"]["Id"];
         };
         /** @description draw (clearing-contract §6.13). `caller` must own the hold. */
         DrawRequest: {
-            holdId: string;
+            holdId: components["schemas"]["Id"];
             txnId: components["schemas"]["TxnIdField"];
-            caller: string;
-            owner: string;
+            caller: components["schemas"]["Id"];
+            owner: components["schemas"]["Id"];
+            /** @description At most 1000 lines, whose amounts sum to at most 999999999999999 (the largest amount). */
             lines: components["schemas"]["DrawLineRequest"][];
-            ref?: string;
-            memo?: string;
+            ref?: components["schemas"]["Text"];
+            memo?: components["schemas"]["Text"];
         };
         /** @description A stored draw line as billed (clearing-contract §6.13). */
         DrawLine: {
@@ -646,8 +652,8 @@ export interface components {
         };
         /** @description release-hold (clearing-contract §6.14). */
         ReleaseHoldRequest: {
-            holdId: string;
-            reason?: string;
+            holdId: components["schemas"]["Id"];
+            reason?: components["schemas"]["Text"];
         };
         /** @description The answer of release-hold (clearing-contract §6.14). */
         ReleaseResult: components["schemas"]["Accepted"] & {
@@ -656,7 +662,7 @@ export interface components {
         };
         /** @description Reference binding extension. */
         CreateAccountRequest: {
-            account: string;
+            account: components["schemas"]["Id"];
         };
         /** @description Reference binding extension. */
         CreateAccountResult: {
@@ -667,8 +673,8 @@ export interface components {
         };
         /** @description Reference binding extension. */
         LinkAgentRequest: {
-            agentKey: string;
-            account: string;
+            agentKey: components["schemas"]["Id"];
+            account: components["schemas"]["Id"];
         };
         /** @description Reference binding extension. */
         LinkAgentResult: {
@@ -719,13 +725,13 @@ export interface components {
     };
     parameters: {
         /** @description An opaque agent key, percent-encoded (clearing-contract §3, §4). */
-        AgentKey: string;
+        AgentKey: components["schemas"]["Id"];
         /** @description An opaque account identifier, percent-encoded (clearing-contract §4). */
-        Account: string;
+        Account: components["schemas"]["Id"];
         /** @description A transaction identifier, percent-encoded (clearing-contract §4, §9). */
-        TxnId: string;
+        TxnId: components["schemas"]["Id"];
         /** @description A hold identifier, percent-encoded (clearing-contract §4). */
-        HoldId: string;
+        HoldId: components["schemas"]["Id"];
     };
     requestBodies: never;
     headers: never;

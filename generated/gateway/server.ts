@@ -39,13 +39,13 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "q": {
-          "type": "string"
+          "$ref": "#/components/schemas/Text"
         },
         "capability": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         },
         "mandate": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [],
@@ -62,10 +62,10 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "ns": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         },
         "name": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -106,7 +106,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "id": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -129,7 +129,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "mandate": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         },
         "limit": {
           "type": "integer",
@@ -152,7 +152,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "id": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -172,10 +172,10 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "issuer": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         },
         "name": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -245,6 +245,17 @@ export const schemaDocument = {
         "type": "string",
         "description": "A decimal amount in the mandate's currency, exact to the micro-unit (\"0.192\").",
         "pattern": "^-?[0-9]+(\\.[0-9]{1,6})?$"
+      },
+      "Id": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 512,
+        "description": "An identifier (mandate, agent reference, capability, receipt, approval); at most 512 characters, no NUL, no lone surrogate."
+      },
+      "Text": {
+        "type": "string",
+        "maxLength": 1000,
+        "description": "A free text; at most 1000 characters, no NUL, no lone surrogate."
       },
       "Manifest": {
         "title": "Holon manifest (holon.yaml), v0",
@@ -932,23 +943,24 @@ export const schemaDocument = {
         "additionalProperties": false,
         "properties": {
           "mandate": {
-            "type": "string",
+            "$ref": "#/components/schemas/Id",
             "description": "The id of the mandate the call runs under."
           },
           "agent": {
-            "type": "string",
+            "$ref": "#/components/schemas/Id",
             "description": "`ns/name[@range]`: the highest listed version in range."
           },
           "capability": {
-            "type": "string",
+            "$ref": "#/components/schemas/Id",
             "description": "A capability class; the best implementer the mandate allows."
           },
           "input": {
-            "description": "The agent's input, checked against its `interface.input`."
+            "description": "The agent's input, checked against its `interface.input`. Like the whole body: nested at most 64 levels deep, no NUL and no lone surrogate in any string or key, at most 1 MiB."
           },
           "max_cost": {
             "type": "string",
-            "description": "The caller's ceiling, a decimal in the mandate's currency (\"0.20\"). Checked by the gateway, so a malformed one is a 422 `invalid_request` with a receipt (gateway §2 \"Caller cap\", §4)."
+            "maxLength": 32,
+            "description": "The caller's ceiling, a decimal in the mandate's currency (\"0.20\"), at most 999999999.999999 (the largest amount). Checked by the gateway, so a malformed or larger one is a 422 `invalid_request` with a receipt (gateway §2 \"Caller cap\", §4)."
           }
         }
       },

@@ -231,6 +231,10 @@ export interface components {
         };
         /** @description A decimal amount in the mandate's currency, exact to the micro-unit ("0.192"). */
         Money: string;
+        /** @description An identifier (mandate, agent reference, capability, receipt, approval); at most 512 characters, no NUL, no lone surrogate. */
+        Id: string;
+        /** @description A free text; at most 1000 characters, no NUL, no lone surrogate. */
+        Text: string;
         /**
          * Holon manifest (holon.yaml), v0
          * @description What an agent offers: its identity, its interface, its price, where it runs and what it may call (gateway §1-§3, §6, §7). Authors write it as `holon.yaml`; the hosted gateway takes the same document as JSON (`POST /v0/agents`). Unknown fields are refused everywhere except inside author schemas and examples, so a misspelt field is an error, never a silent default. Money: every amount in a manifest is a decimal string in `price.currency` with at most 6 decimals (one micro-unit), never a YAML number: write `"0.10"`, not `0.10`. Internally every amount is an integer of micro-units (1 unit = 1,000,000). Rules that JSON Schema cannot express and that `src/contracts/manifest.ts` enforces beside this schema: `version` is strict semver; a `webhook` runtime is priced `free` or `per_run`; `downstream` is present exactly when `calls` is non-empty; declared errors do not reuse a code the gateway emits itself and `over_budget` is never billed; `billed: true` needs `charge_on: attempt`; every example validates against the interface; every author pattern compiles on RE2.
@@ -467,14 +471,14 @@ export interface components {
         /** @description A call (gateway §5): exactly one of `agent` (`ns/name[@range]`) and `capability`. */
         CallRequest: {
             /** @description The id of the mandate the call runs under. */
-            mandate: string;
+            mandate: components["schemas"]["Id"];
             /** @description `ns/name[@range]`: the highest listed version in range. */
-            agent?: string;
+            agent?: components["schemas"]["Id"];
             /** @description A capability class; the best implementer the mandate allows. */
-            capability?: string;
-            /** @description The agent's input, checked against its `interface.input`. */
+            capability?: components["schemas"]["Id"];
+            /** @description The agent's input, checked against its `interface.input`. Like the whole body: nested at most 64 levels deep, no NUL and no lone surrogate in any string or key, at most 1 MiB. */
             input: unknown;
-            /** @description The caller's ceiling, a decimal in the mandate's currency ("0.20"). Checked by the gateway, so a malformed one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4). */
+            /** @description The caller's ceiling, a decimal in the mandate's currency ("0.20"), at most 999999999.999999 (the largest amount). Checked by the gateway, so a malformed or larger one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4). */
             max_cost?: string;
         };
         /** @description What the call cost its payer (gateway §4). */
@@ -724,11 +728,11 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Words to match. */
-                q?: string;
+                q?: components["schemas"]["Text"];
                 /** @description A capability class. */
-                capability?: string;
+                capability?: components["schemas"]["Id"];
                 /** @description A mandate id to price and admit against. */
-                mandate?: string;
+                mandate?: components["schemas"]["Id"];
             };
             header?: never;
             path?: never;
@@ -756,9 +760,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The namespace. */
-                ns: string;
+                ns: components["schemas"]["Id"];
                 /** @description The name, optionally with `@range`. */
-                name: string;
+                name: components["schemas"]["Id"];
             };
             cookie?: never;
         };
@@ -866,7 +870,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The approval id. */
-                id: string;
+                id: components["schemas"]["Id"];
             };
             cookie?: never;
         };
@@ -920,7 +924,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only receipts under this root mandate. */
-                mandate?: string;
+                mandate?: components["schemas"]["Id"];
                 /** @description How many root receipts. */
                 limit?: number;
             };
@@ -949,7 +953,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The receipt id. */
-                id: string;
+                id: components["schemas"]["Id"];
             };
             cookie?: never;
         };
@@ -973,9 +977,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The issuer part of the id. */
-                issuer: string;
+                issuer: components["schemas"]["Id"];
                 /** @description The name part of the id. */
-                name: string;
+                name: components["schemas"]["Id"];
             };
             cookie?: never;
         };

@@ -5,8 +5,10 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { operationTable, schemaDocument, type OperationId } from '../../generated/clearing/server.ts';
+import { operationTable, schemaDocument, type OperationId, type OperationRequest } from '../../generated/clearing/server.ts';
+import { MAX_AMOUNT_MICROS } from '../contracts/money.ts';
 import { loopbackGate } from '../http/access.ts';
+import { invalidRequest } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { createAccount, linkAgent, readBalance, readSummary, resolveAccount } from './accounts.ts';
 import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabilities.ts';
@@ -25,6 +27,18 @@ export interface ClearingAppOptions {
 
 type Implementation = (db: Knex, request: any) => Promise<unknown>;
 
+/**
+ * A draw asks for the sum of its lines, which is one amount: at most {@link MAX_AMOUNT_MICROS}
+ * (each line is bounded by the schema, their sum only here). Throws 422 `invalid_request`.
+ */
+const boundedDraw: Implementation = (db, request: OperationRequest<'draw'>) => {
+  const asked = request.body.lines.reduce((sum, line) => sum + line.amount, 0);
+  if (asked > MAX_AMOUNT_MICROS) {
+    throw invalidRequest(`invalid request: body.lines ask for ${asked} in total; a draw asks for at most ${MAX_AMOUNT_MICROS}, the largest amount`);
+  }
+  return draw(db, request);
+};
+
 const implementations: Record<OperationName, Implementation> = {
   'resolve-account': resolveAccount,
   'read-balance': readBalance,
@@ -38,7 +52,7 @@ const implementations: Record<OperationName, Implementation> = {
   adjust,
   'open-hold': openHold,
   'resize-hold': resizeHold,
-  draw,
+  draw: boundedDraw,
   'release-hold': releaseHold,
 };
 
@@ -56,7 +70,7 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   for (const name of offered) handlers[name] = bind(implementations[name]);
 
   const app = new Koa();
-  app.use(errorBodies((error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  app.use(errorBodies('an unexpected failure inside the binding; nothing was changed', (error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
   app.use(loopbackGate(['/healthz']));
   mountOperations(app, { table: operationTable, schemaDocument, handlers });
   return app;

@@ -3,6 +3,7 @@
  * The operations listed are exactly those the app mounts handlers for.
  */
 import type { OperationResult } from '../../generated/clearing/server.ts';
+import { MAX_AMOUNT_MICROS } from '../contracts/money.ts';
 import { FUNDING } from './accounts.ts';
 
 type Capabilities = OperationResult<'capabilities'>;
@@ -45,8 +46,8 @@ export function capabilityDocument(operations: readonly OperationName[]): Capabi
     funding: operations.includes('credit') ? FUNDING : [],
     payout: false,
     negative_balance: true,
-    // Larger amounts are refused at the door (src/http/mount.ts): JSON cannot carry them exactly.
-    limits: { min_amount: 1, max_amount: Number.MAX_SAFE_INTEGER },
+    // Larger amounts are refused at the door (the schema's `maximum`): see MAX_AMOUNT_MICROS.
+    limits: { min_amount: 1, max_amount: MAX_AMOUNT_MICROS },
     pending_max_seconds: null,
   };
 }

@@ -17,6 +17,23 @@ export type RateNanos = bigint;
 /** Micro-units in one unit of a currency. */
 export const MICROS_PER_UNIT = 1_000_000;
 
+/**
+ * The largest single amount anywhere on the wire, in micro-units: 999 999 999.999999 units
+ * (10^15 − 1), what a decimal of at most 9 integer digits and 6 decimals can say. Every amount
+ * of `openapi/clearing.yaml` has it as `maximum`; every money string of the gateway (manifests,
+ * mandates, `max_cost`) is parsed against it. Chosen with {@link MAX_BALANCE_MICROS} so that no
+ * figure the binding or the gateway computes leaves the safe integer range (README "Bounds").
+ */
+export const MAX_AMOUNT_MICROS = 999_999_999_999_999;
+
+/**
+ * The largest absolute balance of any account, machinery (`external:*`, `platform:*`) included,
+ * in micro-units: 3 × 10^15 (3 billion units). A write that would take an account beyond it is
+ * refused. Every figure computed from balances is at most one balance, one `reserved` (itself at
+ * most a balance) and two amounts: 2 × 3×10^15 + 2 × 10^15 = 8×10^15 < 2^53 − 1.
+ */
+export const MAX_BALANCE_MICROS = 3_000_000_000_000_000;
+
 /** Decimal places of a money string: one micro-unit. */
 const MONEY_DECIMALS = 6;
 /** Decimal places of an exchange rate in `budget.fx`. */
@@ -81,11 +98,15 @@ function parseScaled(text: string, decimals: number, rounding: 'exact' | 'up', f
 }
 
 /**
- * "0.10" → 100000. Exact: at most 6 decimals, non-negative, at most Number.MAX_SAFE_INTEGER micro-units.
+ * "0.10" → 100000. Exact: at most 6 decimals, non-negative, at most {@link MAX_AMOUNT_MICROS}.
  * Throws ContractError `invalid_money` naming `field` otherwise. (DESIGN "Money")
  */
 export function parseMoney(text: string, field: string | null = null): Micros {
-  return toMicros(parseScaled(text, MONEY_DECIMALS, 'exact', field), field);
+  const micros = parseScaled(text, MONEY_DECIMALS, 'exact', field);
+  if (micros > BigInt(MAX_AMOUNT_MICROS)) {
+    throw new ContractError('invalid_money', `${label(field)}"${text}" is more than ${formatMoney(MAX_AMOUNT_MICROS)}, the largest amount accepted`, field);
+  }
+  return Number(micros);
 }
 
 /**

@@ -128,7 +128,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
   };
 
   const app = new Koa();
-  app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  app.use(errorBodies('an unexpected failure inside the gateway; the details are in its log', (error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger });
   app.use(mcp);
   mountOperations(app, { table: operationTable, schemaDocument, handlers });

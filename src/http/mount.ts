@@ -1,17 +1,18 @@
 /**
  * Mounts a generated operation table (`generated/<name>/server.ts`) on a Koa app: one route per
- * operation, each request validated with ajv against the document's own schemas before the
- * handler runs. The three 404s of clearing-contract §7.1 are kept apart: a path that is no
+ * operation, each request's text checked (`wellformed.ts`, `body.ts`) and then validated with ajv
+ * against the document's own schemas before the handler runs. The three 404s of clearing-contract §7.1 are kept apart: a path that is no
  * operation answers `no_such_route`; an operation without a handler answers `not_offered`
  * (§5.2); `no_such_object` is the handlers' own answer.
  */
 import type Koa from 'koa';
 import Router from '@koa/router';
-import { bodyParser } from '@koa/bodyparser';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { OperationRow } from '../codegen/server-stub.ts';
+import { MAX_BODY_BYTES, readJsonBody } from './body.ts';
 import { HttpError, invalidRequest } from './errors.ts';
+import { urlFault } from './wellformed.ts';
 
 /** One row of a generated operation table (any document's table fits). */
 export type MountableOperation = OperationRow;
@@ -51,21 +52,6 @@ export function describeAjvError(where: string, error: ErrorObject): string {
   return `${field} ${error.message ?? 'is invalid'}`;
 }
 
-/**
- * The path of the first number in `value` that a JS number cannot hold exactly (beyond
- * ±(2^53 − 1): JSON.parse has already rounded it), e.g. "body.lines[0].amount"; null when none.
- * Runs after schema validation, so the schema bounds how deep it goes.
- */
-export function inexactNumber(value: unknown, where: string): string | null {
-  if (typeof value === 'number') return Math.abs(value) > Number.MAX_SAFE_INTEGER ? where : null;
-  if (value === null || typeof value !== 'object') return null;
-  for (const [key, item] of Object.entries(value)) {
-    const found = inexactNumber(item, Array.isArray(value) ? `${where}[${key}]` : `${where}.${key}`);
-    if (found !== null) return found;
-  }
-  return null;
-}
-
 function validator(validate: ValidateFunction | null, where: string) {
   return (value: unknown) => {
     if (validate && !validate(value)) throw invalidRequest(`invalid request: ${describeAjvError(where, validate.errors![0])}`);
@@ -79,14 +65,17 @@ export interface MountOptions {
   schemaDocument: object;
   /** Handlers by operation id; an operation of the table without one answers 404 `not_offered`. */
   handlers: Partial<Record<string, MountedHandler>>;
-  /** Largest accepted JSON body, e.g. "1mb". */
-  bodyLimit?: string;
+  /** Largest accepted JSON body in bytes (default {@link MAX_BODY_BYTES}). */
+  body_limit_bytes?: number;
 }
 
 /**
- * Adds body parsing, the table's routes and the `no_such_route` fallback to `app`.
- * Bodies that are not a JSON object, or that carry a number beyond the exact integer range,
- * answer 422 `invalid_request`.
+ * Adds the request-target check, the table's routes and the `no_such_route` fallback to `app`.
+ * A path or query that is not NUL-free UTF-8 answers 422 `invalid_request` before any route; an
+ * operation's body is read by `readJsonBody` (415 for another media type or charset; 422 for a
+ * body that is too large, not UTF-8, not JSON, too deep, not a JSON object, or carries a NUL, a
+ * lone surrogate or a number beyond the exact integer range); then path, query and body are
+ * validated against the document's schemas (422 naming the field and the bound).
  */
 export function mountOperations(app: Koa, options: MountOptions): void {
   const strict = newAjv(false, options.schemaDocument);
@@ -107,27 +96,19 @@ export function mountOperations(app: Koa, options: MountOptions): void {
       checkQuery(query);
       let body: unknown;
       if (op.body) {
-        body = (ctx.request as unknown as { body: unknown }).body;
+        body = await readJsonBody(ctx, options.body_limit_bytes ?? MAX_BODY_BYTES);
         if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('invalid request: the body must be a JSON object');
         checkBody(body);
-        const inexact = inexactNumber(body, 'body');
-        if (inexact !== null) throw invalidRequest(`invalid request: ${inexact} must be at most ${Number.MAX_SAFE_INTEGER} in magnitude, the largest integer carried exactly`);
       }
       ctx.body = await handler({ params, query, body }, ctx);
     });
   }
 
-  const bodyLimit = options.bodyLimit ?? '1mb';
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: bodyLimit,
-      onError: (error) => {
-        if ((error as { status?: number }).status === 413) throw invalidRequest(`invalid request: the body is larger than ${bodyLimit}`);
-        throw invalidRequest('invalid request: the body is not valid JSON');
-      },
-    }),
-  );
+  app.use(async (ctx, next) => {
+    const fault = urlFault(ctx.originalUrl);
+    if (fault) throw invalidRequest(`invalid request: ${fault}`);
+    await next();
+  });
   app.use(router.routes());
   app.use(async (ctx) => {
     throw new HttpError(404, 'no_such_route', `${ctx.method} ${ctx.path} is not an operation of this contract`);
@@ -135,10 +116,12 @@ export function mountOperations(app: Koa, options: MountOptions): void {
 }
 
 /**
- * Koa middleware answering every thrown `HttpError` with its status and `{error, code}` body,
- * and anything else with 500 `internal_error` (reported through `onUnexpected`).
+ * Koa middleware answering every thrown `HttpError` with its status and `{error, code}` body, a
+ * client error raised by Koa or a library (a 4xx `status`) with that status and
+ * `invalid_request`, and anything else with 500 `internal_error` (reported through
+ * `onUnexpected`) with the sentence `unexpected`, which names the server that failed.
  */
-export function errorBodies(onUnexpected: (error: unknown, ctx: Koa.Context) => void): Koa.Middleware {
+export function errorBodies(unexpected: string, onUnexpected: (error: unknown, ctx: Koa.Context) => void): Koa.Middleware {
   return async (ctx, next) => {
     try {
       await next();
@@ -149,14 +132,14 @@ export function errorBodies(onUnexpected: (error: unknown, ctx: Koa.Context) => 
         return;
       }
       const status = (error as { status?: number }).status;
-      if (status === 413 || status === 415) {
-        ctx.status = 422;
+      if (typeof status === 'number' && status >= 400 && status < 500) {
+        ctx.status = status;
         ctx.body = { error: `invalid request: ${(error as Error).message}`, code: 'invalid_request' };
         return;
       }
       onUnexpected(error, ctx);
       ctx.status = 500;
-      ctx.body = { error: 'an unexpected failure inside the binding; nothing was changed', code: 'internal_error' };
+      ctx.body = { error: unexpected, code: 'internal_error' };
     }
   };
 }

@@ -18,14 +18,24 @@ export type ErrorBody = {
 };
 
 /**
- * An integer in the binding's unit; for the reference binding, EUR micro-units (clearing-contract §3, invariant 7).
+ * An integer in the binding's unit; for the reference binding, EUR micro-units (clearing-contract §3, invariant 7). The reference binding keeps every balance within ±3000000000000000 (3 × 10^15) and refuses a write that would pass it, so every figure it answers is exact in a JSON number.
  */
 export type Amount = number;
 
 /**
- * A positive integer in the binding's unit (clearing-contract §6).
+ * A positive integer in the binding's unit (clearing-contract §6); at most 999999999999999 (10^15 − 1, 999 999 999.999999 EUR), the reference binding's `limits.max_amount`.
  */
 export type PositiveAmount = number;
+
+/**
+ * An identifier (account, transaction id, hold id, agent key); at most 512 characters, no NUL, no lone surrogate.
+ */
+export type Id = string;
+
+/**
+ * A free text (ref, memo, reason, actor); at most 1000 characters, no NUL, no lone surrogate.
+ */
+export type Text = string;
 
 /**
  * The period the figures are for; present exactly when the binding declares periods (clearing-contract §12.1).
@@ -225,16 +235,16 @@ export type Applied = Accepted;
 /**
  * The transaction identifier, the idempotency key (clearing-contract §4, §9).
  */
-export type TxnIdField = string;
+export type TxnIdField = Id;
 
 /**
  * credit (clearing-contract §6.7).
  */
 export type CreditRequest = {
     txnId: TxnIdField;
-    account: string;
+    account: Id;
     amount: PositiveAmount;
-    ref?: string;
+    ref?: Text;
     simulated?: boolean;
 };
 
@@ -246,16 +256,16 @@ export type SettleRequest = {
     /**
      * the paying account
      */
-    caller: string;
+    caller: Id;
     /**
      * the earning account
      */
-    owner: string;
+    owner: Id;
     rate: PositiveAmount;
     retail: PositiveAmount;
-    ref?: string;
-    memo?: string;
-    spendAgentKey?: string;
+    ref?: Text;
+    memo?: Text;
+    spendAgentKey?: Id;
 };
 
 /**
@@ -263,9 +273,9 @@ export type SettleRequest = {
  */
 export type ReverseRequest = {
     txnId: TxnIdField;
-    reverses: string;
-    reason: string;
-    actor?: string;
+    reverses: Id;
+    reason: Text;
+    actor?: Text;
 };
 
 /**
@@ -280,22 +290,25 @@ export type ReverseResult = Accepted & {
  */
 export type AdjustRequest = {
     txnId: TxnIdField;
-    account: string;
+    account: Id;
+    /**
+     * Non-zero, at most 999999999999999 (the largest amount) in magnitude.
+     */
     delta: number;
-    reason: string;
-    actor?: string;
+    reason: Text;
+    actor?: Text;
 };
 
 /**
  * open-hold (clearing-contract §6.11).
  */
 export type OpenHoldRequest = {
-    holdId: string;
-    account: string;
+    holdId: Id;
+    account: Id;
     amount: PositiveAmount;
     expiresAt: string;
-    ref?: string;
-    memo?: string;
+    ref?: Text;
+    memo?: Text;
 };
 
 /**
@@ -310,10 +323,10 @@ export type HoldResult = Accepted & {
  * resize-hold (clearing-contract §6.12).
  */
 export type ResizeHoldRequest = {
-    holdId: string;
+    holdId: Id;
     amount: PositiveAmount;
     expiresAt?: string;
-    reason?: string;
+    reason?: Text;
 };
 
 /**
@@ -327,27 +340,30 @@ export type ResizeResult = HoldResult & {
  * One usage line, already rated by the caller (clearing-contract §6.13). When `count` and `per_unit` are given, amount = floor(count * per_unit / per), `per` defaulting to 1. A pass-through line names its upstream receipt.
  */
 export type DrawLineRequest = {
-    meter: string;
+    meter: Id;
     amount: number;
-    unit?: string;
+    unit?: Id;
     count?: number;
     per?: number;
     per_unit?: number;
     pass_through?: boolean;
-    upstream_receipt?: string;
+    upstream_receipt?: Id;
 };
 
 /**
  * draw (clearing-contract §6.13). `caller` must own the hold.
  */
 export type DrawRequest = {
-    holdId: string;
+    holdId: Id;
     txnId: TxnIdField;
-    caller: string;
-    owner: string;
+    caller: Id;
+    owner: Id;
+    /**
+     * At most 1000 lines, whose amounts sum to at most 999999999999999 (the largest amount).
+     */
     lines: Array<DrawLineRequest>;
-    ref?: string;
-    memo?: string;
+    ref?: Text;
+    memo?: Text;
 };
 
 /**
@@ -380,8 +396,8 @@ export type DrawResult = Accepted & {
  * release-hold (clearing-contract §6.14).
  */
 export type ReleaseHoldRequest = {
-    holdId: string;
-    reason?: string;
+    holdId: Id;
+    reason?: Text;
 };
 
 /**
@@ -396,7 +412,7 @@ export type ReleaseResult = Accepted & {
  * Reference binding extension.
  */
 export type CreateAccountRequest = {
-    account: string;
+    account: Id;
 };
 
 /**
@@ -412,8 +428,8 @@ export type CreateAccountResult = {
  * Reference binding extension.
  */
 export type LinkAgentRequest = {
-    agentKey: string;
-    account: string;
+    agentKey: Id;
+    account: Id;
 };
 
 /**
@@ -429,22 +445,22 @@ export type LinkAgentResult = {
 /**
  * An opaque agent key, percent-encoded (clearing-contract §3, §4).
  */
-export type AgentKey = string;
+export type AgentKey = Id;
 
 /**
  * An opaque account identifier, percent-encoded (clearing-contract §4).
  */
-export type Account = string;
+export type Account = Id;
 
 /**
  * A transaction identifier, percent-encoded (clearing-contract §4, §9).
  */
-export type TxnId = string;
+export type TxnId = Id;
 
 /**
  * A hold identifier, percent-encoded (clearing-contract §4).
  */
-export type HoldId = string;
+export type HoldId = Id;
 
 export type HealthData = {
     body?: never;
@@ -508,7 +524,7 @@ export type ResolveAccountData = {
         /**
          * An opaque agent key, percent-encoded (clearing-contract §3, §4).
          */
-        agentKey: string;
+        agentKey: Id;
     };
     query?: never;
     url: '/internal/ledger/account-for-agent/{agentKey}';
@@ -546,7 +562,7 @@ export type ReadBalanceData = {
         /**
          * An opaque account identifier, percent-encoded (clearing-contract §4).
          */
-        account: string;
+        account: Id;
     };
     query?: never;
     url: '/internal/ledger/balance/{account}';
@@ -584,7 +600,7 @@ export type ReadSummaryData = {
         /**
          * An opaque account identifier, percent-encoded (clearing-contract §4).
          */
-        account: string;
+        account: Id;
     };
     query?: {
         /**
@@ -631,7 +647,7 @@ export type ReadSettlementData = {
         /**
          * A transaction identifier, percent-encoded (clearing-contract §4, §9).
          */
-        txnId: string;
+        txnId: Id;
     };
     query?: never;
     url: '/internal/ledger/settlement/{txnId}';
@@ -669,7 +685,7 @@ export type ListReservationsData = {
         /**
          * An opaque account identifier, percent-encoded (clearing-contract §4).
          */
-        account: string;
+        account: Id;
     };
     query?: never;
     url: '/internal/ledger/reservations/{account}';
@@ -707,7 +723,7 @@ export type ReadReservationData = {
         /**
          * A hold identifier, percent-encoded (clearing-contract §4).
          */
-        holdId: string;
+        holdId: Id;
     };
     query?: never;
     url: '/internal/ledger/reservation/{holdId}';

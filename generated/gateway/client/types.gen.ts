@@ -18,6 +18,16 @@ export type ErrorBody = {
 export type Money = string;
 
 /**
+ * An identifier (mandate, agent reference, capability, receipt, approval); at most 512 characters, no NUL, no lone surrogate.
+ */
+export type Id = string;
+
+/**
+ * A free text; at most 1000 characters, no NUL, no lone surrogate.
+ */
+export type Text = string;
+
+/**
  * Holon manifest (holon.yaml), v0
  *
  * What an agent offers: its identity, its interface, its price, where it runs and what it may call (gateway §1-§3, §6, §7). Authors write it as `holon.yaml`; the hosted gateway takes the same document as JSON (`POST /v0/agents`). Unknown fields are refused everywhere except inside author schemas and examples, so a misspelt field is an error, never a silent default. Money: every amount in a manifest is a decimal string in `price.currency` with at most 6 decimals (one micro-unit), never a YAML number: write `"0.10"`, not `0.10`. Internally every amount is an integer of micro-units (1 unit = 1,000,000). Rules that JSON Schema cannot express and that `src/contracts/manifest.ts` enforces beside this schema: `version` is strict semver; a `webhook` runtime is priced `free` or `per_run`; `downstream` is present exactly when `calls` is non-empty; declared errors do not reuse a code the gateway emits itself and `over_budget` is never billed; `billed: true` needs `charge_on: attempt`; every example validates against the interface; every author pattern compiles on RE2.
@@ -315,21 +325,21 @@ export type CallRequest = {
     /**
      * The id of the mandate the call runs under.
      */
-    mandate: string;
+    mandate: Id;
     /**
      * `ns/name[@range]`: the highest listed version in range.
      */
-    agent?: string;
+    agent?: Id;
     /**
      * A capability class; the best implementer the mandate allows.
      */
-    capability?: string;
+    capability?: Id;
     /**
-     * The agent's input, checked against its `interface.input`.
+     * The agent's input, checked against its `interface.input`. Like the whole body: nested at most 64 levels deep, no NUL and no lone surrogate in any string or key, at most 1 MiB.
      */
     input: unknown;
     /**
-     * The caller's ceiling, a decimal in the mandate's currency ("0.20"). Checked by the gateway, so a malformed one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4).
+     * The caller's ceiling, a decimal in the mandate's currency ("0.20"), at most 999999999.999999 (the largest amount). Checked by the gateway, so a malformed or larger one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4).
      */
     max_cost?: string;
 };
@@ -629,15 +639,15 @@ export type SearchAgentsData = {
         /**
          * Words to match.
          */
-        q?: string;
+        q?: Text;
         /**
          * A capability class.
          */
-        capability?: string;
+        capability?: Id;
         /**
          * A mandate id to price and admit against.
          */
-        mandate?: string;
+        mandate?: Id;
     };
     url: '/v0/agents';
 };
@@ -668,11 +678,11 @@ export type ReadAgentData = {
         /**
          * The namespace.
          */
-        ns: string;
+        ns: Id;
         /**
          * The name, optionally with `@range`.
          */
-        name: string;
+        name: Id;
     };
     query?: never;
     url: '/v0/agents/{ns}/{name}';
@@ -765,7 +775,7 @@ export type DecideApprovalData = {
         /**
          * The approval id.
          */
-        id: string;
+        id: Id;
     };
     query?: never;
     url: '/v0/approvals/{id}';
@@ -812,7 +822,7 @@ export type ListReceiptsData = {
         /**
          * Only receipts under this root mandate.
          */
-        mandate?: string;
+        mandate?: Id;
         /**
          * How many root receipts.
          */
@@ -838,7 +848,7 @@ export type ReadReceiptData = {
         /**
          * The receipt id.
          */
-        id: string;
+        id: Id;
     };
     query?: never;
     url: '/v0/receipts/{id}';
@@ -868,11 +878,11 @@ export type ReadMandateData = {
         /**
          * The issuer part of the id.
          */
-        issuer: string;
+        issuer: Id;
         /**
          * The name part of the id.
          */
-        name: string;
+        name: Id;
     };
     query?: never;
     url: '/v0/mandates/{issuer}/{name}';
