@@ -112,7 +112,7 @@ test('§3 a request carrying X-Forwarded-For is refused 403 not_permitted on eve
   ];
   for (const res of responses) {
     const message = refused(res, 403, 'not_permitted');
-    assert.match(message, /X-Forwarded-For/);
+    assert.match(message, /x-forwarded-for/);
   }
   // Present but empty is still present: a proxy's header, not an unproxied caller.
   refused(await binding.http.get(`/internal/ledger/balance/${account}`).set('X-Forwarded-For', ''), 403, 'not_permitted');
@@ -122,6 +122,32 @@ test('§3 a request carrying X-Forwarded-For is refused 403 not_permitted on eve
   assert.equal(settlement.body.state, 'unknown');
   const balance = await binding.http.get(`/internal/ledger/balance/${account}`);
   assert.equal(balance.body.balance, 0);
+});
+
+test('§3 every proxy header (Forwarded, any X-Forwarded-*, X-Real-IP, Via) is refused 403 not_permitted, naming it, and changes nothing', async () => {
+  const account = await binding.account();
+  const headers: Array<[string, string]> = [
+    ['Forwarded', 'for=203.0.113.7'],
+    ['X-Forwarded-Host', 'holon.example.com'],
+    ['X-Forwarded-Proto', 'https'],
+    ['X-Forwarded-Port', '443'],
+    ['X-Forwarded-Server', 'edge'],
+    ['X-Real-IP', '203.0.113.7'],
+    ['Via', '1.1 edge'],
+    ['Forwarded', ''],
+  ];
+  for (const [name, value] of headers) {
+    const txnId = unique('proxied');
+    const credit = await binding.http.post('/internal/ledger/purchase').set(name, value).send({ txnId, account, amount: 1_000 });
+    const message = refused(credit, 403, 'not_permitted');
+    assert.ok(message.includes(name.toLowerCase()), `${name}: ${message}`);
+    refused(await binding.http.get(`/internal/ledger/balance/${account}`).set(name, value), 403, 'not_permitted');
+    const settlement = await binding.http.get(`/internal/ledger/settlement/${txnId}`);
+    assert.equal(settlement.body.state, 'unknown', name);
+  }
+  assert.equal((await binding.http.get(`/internal/ledger/balance/${account}`)).body.balance, 0);
+  // A header that merely resembles one is not a proxy's.
+  assert.equal((await binding.http.get(`/internal/ledger/balance/${account}`).set('X-Forwarding-Note', 'x')).status, 200);
 });
 
 test('§3 the gate refuses a peer that is not loopback (middleware, peer 10.0.0.1)', async () => {
