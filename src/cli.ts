@@ -89,8 +89,11 @@ program
   .option('--port <port>', 'TCP port', '4000')
   .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
   .option('--clearing-url <url>', 'use this clearing binding instead of the reference one')
-  .action(async (opts: { port: string; db: string; clearingUrl?: string }) => {
-    const running = await starting('the gateway', () => startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl }));
+  .option('--host <address>', 'the address to listen on; off loopback, peers of the network are served', '127.0.0.1')
+  .option('--allowed-hosts <names>', 'comma-separated public names (host[:port] or URL) the gateway also answers to (default: HOLON_ALLOWED_HOSTS)')
+  .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string }) => {
+    const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
+    const running = await starting('the gateway', () => startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl, host: opts.host, allowed_hosts }));
     process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''})\n`);
     closeOnSignal(running.close);
   });

@@ -6,7 +6,7 @@
  * account `dev` and the mandates of `examples/mandates/` exist, so a first call needs no set-up.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -15,6 +15,8 @@ import pino, { type Logger } from 'pino';
 import { parseMoney, type Micros } from '../contracts/money.ts';
 import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from '../db/index.ts';
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
+import { isLoopback } from '../http/access.ts';
+import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import { runtimeFor } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused } from './clearing.ts';
@@ -62,8 +64,18 @@ async function prepareAccounts(clearing: ClearingPort, accounts: readonly string
 
 /** Options of `startGateway`. */
 export interface GatewayServerOptions {
-  /** TCP port on 127.0.0.1; 0 picks a free one. */
+  /** TCP port; 0 picks a free one. */
   port: number;
+  /**
+   * The address to listen on (default `127.0.0.1`). On a loopback address only loopback peers are
+   * served; `0.0.0.0` or another address serves the network, under that address's names.
+   */
+  host?: string;
+  /**
+   * Public names this gateway also answers to (`host[:port]` or a URL), besides the names of the
+   * address it listens on (DNS-rebinding gate, `src/http/host-gate.ts`). Default: `HOLON_ALLOWED_HOSTS`.
+   */
+  allowed_hosts?: readonly string[];
   /** Data directory: `<db>/gateway` and `<db>/clearing` (PGlite), unless a PostgreSQL URL is given. */
   db: string;
   /** PostgreSQL for the gateway and the in-process binding alike (default: `DATABASE_URL`; neither: PGlite in `db`). */
@@ -151,6 +163,12 @@ async function closeInterrupted(database: Database, outbox: Outbox): Promise<num
   return interrupted.length;
 }
 
+/** The URL this machine reaches a server listening on `address:port` at: through 127.0.0.1 when it listens on loopback or everywhere. */
+function localUrl(address: string, port: number): string {
+  if (isLoopback(address) || address === '0.0.0.0' || address === '::') return `http://127.0.0.1:${port}`;
+  return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
 /**
  * Starts the dev gateway; resolves once it listens. A failure on the way closes whatever was
  * already started (binding, database, host) before it is thrown, so nothing is left running.
@@ -201,6 +219,14 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
   if (host) closers.push(host.close);
 
+  // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).
+  const server = createServer();
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject).listen(options.port, options.host ?? '127.0.0.1'));
+  const { port, address } = server.address() as AddressInfo;
   const { app, close: closeApp } = createGatewayApp({
     db,
     gateway,
@@ -209,22 +235,17 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     outbox,
     currency: 'EUR',
     mcp_mandate: process.env.HOLON_MCP_MANDATE ?? 'dev/sandbox',
+    access: { hosts: [...listenHosts(address, port), ...(options.allowed_hosts ?? allowedHostsFromEnv())], loopback_peers_only: isLoopback(address) },
     logger,
     accounts: async () => {
       const names = [...new Set([...(await rootPayers()), ...authors()])].sort().map((account) => ({ name: account, account }));
       return [...names, { name: 'holon', account: PLATFORM_FEES }];
     },
   });
-  const server = app.listen(options.port, '127.0.0.1');
-  closers.push(async () => {
-    await closeApp();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
-  const { port } = server.address() as AddressInfo;
+  closers.push(closeApp);
+  server.on('request', app.callback());
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: localUrl(address, port),
     agents_url: host?.url ?? null,
     clearing_url: clearing.url,
     server,
