@@ -4,8 +4,8 @@
  * started by `startGateway`:
  *
  * - `sandbox`: MCP mandate `dev/sandbox` (allows everything), the example agents and
- *   `agents/host.mjs` on port 4300, where `agents/csv-profile/holon.yaml` points (the tests run
- *   with `--test-concurrency=1`, so no other file holds that port meanwhile);
+ *   `agents/host.mjs` on a free port (`agents_host_port: 0`), which the gateway lists as
+ *   csv-profile's endpoint, so parallel runs never collide;
  * - `careful`: MCP mandate `dev/careful` (`HOLON_MCP_MANDATE`, read at start): a call whose worst
  *   case is above 0.05 EUR is held for a human. `acme/estimate` quotes its price, at most 1.00,
  *   so every call of it is held; two tasks are then billed 0.02.
@@ -51,7 +51,7 @@ const clients: Client[] = [];
 before(async () => {
   const logger = pino({ level: 'silent' });
   const exclude = ['holon-labs/summarize'];
-  sandbox = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples', 'agents'], agents_host_port: 4300, exclude, logger });
+  sandbox = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples', 'agents'], agents_host_port: 0, exclude, logger });
   const previous = process.env.HOLON_MCP_MANDATE;
   process.env.HOLON_MCP_MANDATE = 'dev/careful';
   try {

@@ -88,7 +88,11 @@ export interface GatewayServerOptions {
   exclude?: readonly string[];
   /** Directory of example mandates (default `examples/mandates`). */
   mandate_dir?: string;
-  /** Start `agents/host.mjs` on this port (default 4300, where the shipped manifests point); null: do not start it. */
+  /**
+   * Start `agents/host.mjs` on this port (0 picks a free one; default `HOLON_AGENTS_PORT`, else
+   * {@link DEFAULT_AGENTS_PORT}); the MCP agents of `agents/` are listed with the host's URL as
+   * their `runtime.endpoint`. null: do not start it.
+   */
   agents_host_port?: number | null;
   logger?: Logger;
 }
@@ -104,6 +108,22 @@ export interface RunningGateway {
   outbox: Outbox;
   db: Database;
   close(): Promise<void>;
+}
+
+/** The agents host's port when neither `agents_host_port` nor `HOLON_AGENTS_PORT` names one (the port the shipped manifests name). */
+export const DEFAULT_AGENTS_PORT = 4300;
+
+/** `text` as a TCP port (an integer from 0 to 65535). Throws an Error naming `name` otherwise. */
+export function parsePort(text: string, name: string): number {
+  const port = /^\d{1,5}$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (!Number.isInteger(port) || port > 65535) throw new Error(`${name} ${JSON.stringify(text)} is not a port: write an integer from 0 to 65535`);
+  return port;
+}
+
+/** The agents host's port: `HOLON_AGENTS_PORT` when set, else {@link DEFAULT_AGENTS_PORT}. Throws when it is not a port. */
+export function agentsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.HOLON_AGENTS_PORT;
+  return text === undefined || text === '' ? DEFAULT_AGENTS_PORT : parsePort(text, 'HOLON_AGENTS_PORT');
 }
 
 /** The agent ids `HOLON_EXCLUDE` names (comma-separated), `holon-labs/summarize` by default: it spends the operator's API credit. */
@@ -189,7 +209,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
 async function start(options: GatewayServerOptions, closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
   const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
   const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
-  const hostPort = options.agents_host_port === undefined ? 4300 : options.agents_host_port;
+  const hostPort = options.agents_host_port === undefined ? agentsPortFromEnv() : options.agents_host_port;
   const targetOf = (dir: string): DatabaseTarget => (options.database_url ? { url: options.database_url } : targetFromEnv(dir));
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
@@ -201,7 +221,10 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   closers.push(database.close);
   const db = database.knex;
 
-  await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents());
+  // The host first: the shipped MCP agents are listed at its URL, whatever port it got.
+  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
+  if (host) closers.push(host.close);
+  await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents(), host ? new Map([['agents', host.url]]) : new Map());
   const registry = await Registry.fromDatabase(db);
   await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
@@ -216,9 +239,6 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   await prepareAccounts(clearing, [DEV_ACCOUNT, ...(await rootPayers()), ...authors()], logger);
   outbox.start();
   closers.push(() => outbox.stop());
-  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
-  if (host) closers.push(host.close);
-
   // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).
   const server = createServer();
   closers.push(async () => {
