@@ -21,7 +21,8 @@
  * (a crashed server) is `agent_error` at once rather than a wait for the timeout.
  *
  * Cancellation (DESIGN open point 12): at the hard timeout the request's AbortSignal fires, the SDK
- * sends `notifications/cancelled` for the `tools/call` (MCP 2025-11-25), the runtime waits for that
+ * sends `notifications/cancelled` for the in-flight `tools/call` only (MCP 2025-11-25; `initialize`
+ * is never cancelled: a timeout while connecting just closes), the runtime waits for that
  * notification to be delivered (at most {@link CLOSE_GRACE_MS}), ends the session with an HTTP
  * `DELETE` when the server gave one, and closes the response stream (the signal later protocol
  * revisions use). No retry: a call is sent once.
@@ -78,11 +79,14 @@ async function callOnce(request: RunRequest, endpoint: string, tool: string, bas
     reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 },
   });
   const client = new Client({ name: 'holon-gateway', version: '0.1.0' });
-  const options = { signal: AbortSignal.any([request.signal, watch.stopped]), timeout: BACKSTOP_TIMEOUT_MS };
+  const stop = AbortSignal.any([request.signal, watch.stopped]);
   try {
-    await client.connect(transport, options);
+    // `initialize` MUST NOT be cancelled (MCP 2025-11-25, cancellation): the SDK never sees the
+    // signal while connecting (it would send notifications/cancelled for it, even after it
+    // answered); a stop just ends the wait, and closing the transport (below) ends the request.
+    await untilAborted(client.connect(transport, { timeout: BACKSTOP_TIMEOUT_MS }), stop);
     const _meta = request.max_cost ? { 'holon/max_cost': { ...request.max_cost } } : undefined;
-    const result = await client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, options);
+    const result = await client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, { signal: stop, timeout: BACKSTOP_TIMEOUT_MS });
     return outcomeOf(result);
   } catch (error) {
     if (request.signal.aborted) return timedOut();
@@ -209,6 +213,16 @@ function outcomeOfError(error: unknown): RunOutcome {
     return failure('agent_error', `the MCP server answered JSON-RPC error ${error.code}: ${clip(error.message)}`);
   }
   return failure('agent_error', `not an MCP answer: ${clip(error instanceof Error ? error.message : String(error))}`);
+}
+
+/** `promise`, or a rejection with the signal's reason as soon as `signal` aborts (the promise is left to settle on its own). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** Waits for `promise` at most `ms`; its failure is ignored (closing is best effort). */
