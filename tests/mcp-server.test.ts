@@ -21,6 +21,7 @@ import { parse as parseYaml } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv } from 'ajv';
 import { parseMoney, type Micros } from '../src/contracts/money.ts';
 import { startGateway, type RunningGateway } from '../src/gateway/server.ts';
 import { freshStore } from './helpers/gateway.ts';
@@ -136,6 +137,32 @@ describe('under dev/sandbox', () => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((tool) => tool.name), TOOLS);
     assert.deepEqual(tools.find((tool) => tool.name === 'call_agent')!.inputSchema.required, ['input']);
+  });
+
+  test('every tool declares an outputSchema; the SDK client validates each answer against it, errors included', async () => {
+    const { client } = await connect(sandbox);
+    const { tools } = await client.listTools(); // the SDK client validates structuredContent of tools it listed
+    for (const tool of tools) {
+      assert.equal(tool.outputSchema?.type, 'object', tool.name);
+      // Not a schema that accepts anything: the required fields are named.
+      assert.ok((tool.outputSchema.required ?? []).length > 0 || tool.name === 'read_receipts', tool.name);
+    }
+    const answers = [
+      await client.callTool({ name: 'search_agents', arguments: { capability: 'extraction.table' } }),
+      await client.callTool({ name: 'call_agent', arguments: { agent: 'acme/table-extract', input: { text: 'a;b' } } }),
+      await client.callTool({ name: 'call_agent', arguments: { agent: 'acme/table-extract', input: { text: 'no delimiter here' } } }),
+      await client.callTool({ name: 'call_agent', arguments: { agent: 'nobody/nothing', input: {} } }),
+      await client.callTool({ name: 'call_agent', arguments: { agent: 'holon-labs/invoice-pipeline', input: { invoice: 'pens;2;1.50' } } }),
+      await client.callTool({ name: 'read_receipts', arguments: { limit: 2 } }),
+      await client.callTool({ name: 'read_receipts', arguments: { id: 'r999999' } }),
+      await client.callTool({ name: 'list_approvals', arguments: {} }),
+    ];
+    assert.deepEqual(answers.map((a) => a.isError === true), [false, false, true, true, false, false, true, false]);
+    const ajv = new Ajv({ strict: false });
+    const schemaOf = (name: string) => tools.find((tool) => tool.name === name)!.outputSchema!;
+    assert.equal(ajv.validate(schemaOf('call_agent'), answers[1]!.structuredContent), true, ajv.errorsText());
+    assert.equal(ajv.validate(schemaOf('call_agent'), { status: 'succeeded' }), false, 'a call answer without its receipt does not match');
+    assert.equal(ajv.validate(schemaOf('search_agents'), { mandate: 'dev/sandbox', agents: [{ id: 1 }] }), false);
   });
 
   test('call_agent runs holon-labs/csv-profile on the agents host and bills its per_run price, exactly', async () => {

@@ -23,6 +23,7 @@ import { closeExpiredApprovals, decideApproval } from '../gateway/decisions.ts';
 import type { CallResult, Gateway } from '../gateway/lifecycle.ts';
 import { loadMandate } from '../gateway/mandates.ts';
 import { listReceiptTrees, readReceipt, treeOf } from '../gateway/receipts.ts';
+import { callAgentOutput, listApprovalsOutput, readReceiptsOutput, searchAgentsOutput } from './schemas.ts';
 import type { Registry } from '../gateway/registry.ts';
 
 /** What the MCP server needs. */
@@ -75,6 +76,7 @@ function buildServer(options: McpOptions): McpServer {
     {
       description: 'Search the agents this gateway lists, ranked by cost per successful run, priced and admitted under the session mandate.',
       inputSchema: { q: z.string().optional().describe('words to match'), capability: z.string().optional().describe('a capability class, e.g. extraction.table') },
+      outputSchema: searchAgentsOutput,
     },
     async ({ q, capability }) => {
       const mandate = await loadMandate(db, options.mandate);
@@ -93,6 +95,7 @@ function buildServer(options: McpOptions): McpServer {
         input: z.unknown().describe("the agent's input"),
         max_cost: z.string().optional().describe("a ceiling in the mandate's currency, e.g. \"0.20\""),
       },
+      outputSchema: callAgentOutput,
     },
     async ({ agent, capability, input, max_cost }) => {
       const call = await gateway.call({ mandate: options.mandate, input, ...(agent === undefined ? {} : { agent }), ...(capability === undefined ? {} : { capability }), ...(max_cost === undefined ? {} : { max_cost }) });
@@ -106,6 +109,7 @@ function buildServer(options: McpOptions): McpServer {
     {
       description: 'Read one receipt tree by id, or the newest receipt trees under the session mandate.',
       inputSchema: { id: z.string().optional().describe('a receipt id such as r4'), limit: z.number().int().min(1).max(100).optional() },
+      outputSchema: readReceiptsOutput,
     },
     async ({ id, limit }) => {
       if (id === undefined) return result({ receipts: await listReceiptTrees(db, { mandate: options.mandate, limit: limit ?? 10 }) });
@@ -117,7 +121,7 @@ function buildServer(options: McpOptions): McpServer {
 
   server.registerTool(
     'list_approvals',
-    { description: 'List the calls under the session mandate that wait for a human decision.', inputSchema: {} },
+    { description: 'List the calls under the session mandate that wait for a human decision.', inputSchema: {}, outputSchema: listApprovalsOutput },
     async () => {
       await closeExpiredApprovals(db);
       const approvals = (await pendingApprovals(db)).filter((row) => row.mandate === options.mandate);
