@@ -69,8 +69,8 @@ after(async () => {
   await sandbox?.close();
 });
 
-/** How a client answers `elicitation/create`: accept with `approve`, decline, or fail. */
-type Answer = { approve: boolean } | 'decline' | 'fail';
+/** How a client answers `elicitation/create`: accept with `approve`, decline, cancel (the human dismissed the form), or fail. */
+type Answer = { approve: boolean } | 'decline' | 'cancel' | 'fail';
 
 /**
  * A connected client of `gateway`'s `/mcp`. With `answer`, it declares the elicitation
@@ -84,6 +84,7 @@ async function connect(gateway: RunningGateway, answer?: Answer): Promise<{ clie
       asked.push(request.params);
       if (answer === 'fail') throw new Error('the human closed the window');
       if (answer === 'decline') return { action: 'decline' };
+      if (answer === 'cancel') return { action: 'cancel' };
       return { action: 'accept', content: { approve: answer.approve } };
     });
   }
@@ -378,6 +379,26 @@ describe('under dev/careful: a held call', () => {
     const decided = await fetch(`${careful.url}/v0/approvals/${approval.id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'reject' }) });
     assert.equal(decided.status, 200);
     assert.deepEqual((await callTool(client, 'list_approvals', {})).content, { approvals: [] });
+  });
+
+  test('a client whose human dismisses the form (cancel) leaves the call pending_approval, to decide later over the API', async () => {
+    const { client, asked } = await connect(careful, 'cancel');
+    const before = await balances(careful);
+    const { content, isError } = await callTool(client, 'call_agent', { agent: 'acme/estimate', input: TASKS });
+    assert.equal(asked.length, 1);
+    assert.equal(isError, false);
+    assert.equal(content.status, 'pending_approval');
+    assert.equal(content.approval.status, 'pending');
+    assert.equal(content.receipt.status, 'pending_approval');
+    assert.equal(content.receipt.billed, false);
+    const listed = (await callTool(client, 'list_approvals', {})).content.approvals;
+    assert.deepEqual(listed.map((a: any) => [a.id, a.status]), [[content.approval.id, 'pending']]);
+    assert.deepEqual(moved(before, await balances(careful)), {});
+    // Later, the human approves it over the API: it runs and is billed its quote.
+    const decided = await fetch(`${careful.url}/v0/approvals/${content.approval.id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(decided.status, 200);
+    assert.equal(((await decided.json()) as { receipt: { status: string } }).receipt.status, 'succeeded');
+    assert.deepEqual(moved(before, await balances(careful)), { dev: -20_000, acme: 18_000, holon: 2_000 });
   });
 
   test('a client whose elicitation fails leaves the call pending_approval', async () => {

@@ -3,7 +3,9 @@
  * Streamable HTTP, stateful (a session per client, so elicitation answers reach the server that
  * asked), every call made under one mandate. Tools: search agents, call an agent or a
  * capability, read receipts, list approvals. A call held for approval asks the human through
- * elicitation when the client supports it; otherwise it stays `pending_approval`.
+ * elicitation when the client supports it; otherwise, or when the human dismisses the form
+ * (`cancel`) or the elicitation fails, it stays `pending_approval`; only a `decline` (or an
+ * accepted form saying no) rejects it.
  *
  * Another agent's output and every author-written text reach the client with `<` escaped (as
  * `&lt;`), in the structured content and the text block alike, so no text can close the wrapper
@@ -133,8 +135,10 @@ function buildServer(options: McpOptions): McpServer {
 
 /**
  * Asks the human at the client to approve a held call (MCP elicitation). Accepted with
- * `approve: true`: the call runs; declined, cancelled or `approve: false`: rejected. A client
- * that fails to answer leaves the approval pending.
+ * `approve: true`: the call runs. `decline`, or accepted with `approve: false`: the human said no,
+ * the call is rejected. `cancel` (the human dismissed the form without choosing) or a failed
+ * elicitation: nobody decided, so the approval stays pending for the human to decide later
+ * (`list_approvals`, `POST /v0/approvals/{id}`) until it expires.
  */
 async function askHuman(server: McpServer, options: McpOptions, held: CallResult): Promise<CallResult> {
   const approval = held.approval!;
@@ -149,6 +153,7 @@ async function askHuman(server: McpServer, options: McpOptions, held: CallResult
     options.logger.warn({ err: error, approval: approval.id }, 'elicitation failed; the approval stays pending');
     return held;
   }
+  if (answer.action === 'cancel') return held;
   const approve = answer.action === 'accept' && answer.content?.approve === true;
   const decided = await decideApproval(options.db, options.gateway, approval.id, approve ? 'approve' : 'reject');
   if ('run' in decided) return decided.run;
