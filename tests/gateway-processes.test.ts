@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { freshStore } from './helpers/gateway.ts';
@@ -179,15 +178,20 @@ test('two dev gateways run side by side on their own --port, --db and --agents-p
 });
 
 test('a malformed HOLON_AGENTS_PORT is one line naming it, exit code 1', async () => {
-  const place: Place = { port: await freePort(), agents_port: 0, store: await freshStore(), through_env: true };
   const env: NodeJS.ProcessEnv = { ...process.env, HOLON_AGENTS_PORT: '43a', HOLON_LOG_LEVEL: 'silent' };
-  delete env.DATABASE_URL;
-  if (place.store.database_url) env.DATABASE_URL = place.store.database_url;
-  const child = spawn(process.execPath, ['src/bin.mjs', 'serve', '--port', String(place.port), '--db', path.join(place.store.db)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['src/bin.mjs', 'serve', '--port', String(await freePort()), '--db', '/nonexistent/never-opened'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise((resolve) => child.once('exit', resolve));
-  await rm(place.store.db, { recursive: true, force: true });
   assert.equal(code, 1);
   assert.equal(stderr, 'holon: could not start the gateway: HOLON_AGENTS_PORT "43a" is not a port: write an integer from 0 to 65535\n');
+});
+
+test('a malformed --agents-port is refused by the command line, exit code 1', async () => {
+  const child = spawn(process.execPath, ['src/bin.mjs', 'serve', '--agents-port', '70000'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  assert.equal(code, 1);
+  assert.equal(stderr, "error: option '--agents-port <port>' argument '70000' is invalid. --agents-port \"70000\" is not a port: write an integer from 0 to 65535\n");
 });
