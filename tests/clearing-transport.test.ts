@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Knex } from 'knex';
@@ -12,7 +13,8 @@ import type Koa from 'koa';
 import supertest from 'supertest';
 import { createClearingApp } from '../src/clearing/app.ts';
 import { ALL_OPERATIONS, REQUIRED_OPERATIONS } from '../src/clearing/capabilities.ts';
-import { isLoopback, loopbackGate } from '../src/http/access.ts';
+import { isLoopback, loopbackGate, proxyHeader } from '../src/http/access.ts';
+import { ClearingPort } from '../src/gateway/clearing.ts';
 import { refusalAssertion, testBinding, unique, useTestBinding, type TestBinding } from './helpers/clearing.ts';
 
 /** The §7.2 vocabulary: a conforming binding answers one of these on every error. */
@@ -148,6 +150,25 @@ test('§3 every proxy header (Forwarded, any X-Forwarded-*, X-Real-IP, Via) is r
   assert.equal((await binding.http.get(`/internal/ledger/balance/${account}`)).body.balance, 0);
   // A header that merely resembles one is not a proxy's.
   assert.equal((await binding.http.get(`/internal/ledger/balance/${account}`).set('X-Forwarding-Note', 'x')).status, 200);
+});
+
+test("§3 the gateway's clearing client sends no proxy header: the gate would refuse it", async () => {
+  const seen: Array<Record<string, unknown>> = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"account":"a","balance":0,"available":0,"reserved":0,"currency":"EUR"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = new ClearingPort(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    await port.readBalance('a').catch(() => {});
+    await port.releaseHold('h-1', 'test').catch(() => {});
+    assert.equal(seen.length, 2);
+    for (const headers of seen) assert.equal(proxyHeader(headers), null, JSON.stringify(headers));
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });
 
 test('§3 the gate refuses a peer that is not loopback (middleware, peer 10.0.0.1)', async () => {
