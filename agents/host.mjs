@@ -5,7 +5,9 @@
  *
  *   node agents/host.mjs [--port 4300] [--host 127.0.0.1] [--dir agents]
  *
- * prints `holon agents host: http://<host>:<port>/mcp (<tools>)` once it listens. `HOLON_EXCLUDE`
+ * prints `holon agents host: http://<host>:<port>/mcp (<tools>)` once it listens (`--port 0`: a
+ * free port). Started with an IPC channel (as the gateway starts it), it exits when the channel
+ * closes, i.e. when its parent dies. `HOLON_EXCLUDE`
  * (comma-separated agent ids, default `holon-labs/summarize`, which spends the operator's Anthropic
  * credits) leaves agents out; `HOLON_EXCLUDE=` serves them all.
  *
@@ -123,12 +125,21 @@ const sweep = setInterval(() => {
 }, 60_000);
 sweep.unref();
 
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, async () => {
-    await Promise.all([...sessions.values()].map((session) => session.transport.close()));
-    server.close(() => process.exit(0));
-    server.closeAllConnections();
-  });
+let stopping = false;
+/** Ends every session, closes the server and exits 0. */
+async function shutdown() {
+  if (stopping) return;
+  stopping = true;
+  await Promise.all([...sessions.values()].map((session) => session.transport.close()));
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+}
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void shutdown());
+// Started by a gateway with an IPC channel: the channel closes when the gateway dies, however it
+// dies (kill -9 included), and the host goes with it, freeing its port (see src/gateway/agents-host.ts).
+if (process.channel) {
+  process.once('disconnect', () => void shutdown());
+  process.channel.unref();
 }
 
 server.listen(Number(values.port), values.host, () => {

@@ -4,12 +4,12 @@
  * print JSON.
  */
 import { readFile } from 'node:fs/promises';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { createClient } from '../generated/gateway/client/client/index.ts';
 import * as gatewayApi from '../generated/gateway/client/sdk.gen.ts';
 import { targetFromEnv } from './db/index.ts';
 import { startClearingServer } from './clearing/server.ts';
-import { startGateway } from './gateway/server.ts';
+import { parsePort, startGateway } from './gateway/server.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
 function closeOnSignal(close: () => Promise<void>): void {
@@ -89,8 +89,20 @@ program
   .option('--port <port>', 'TCP port', '4000')
   .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
   .option('--clearing-url <url>', 'use this clearing binding instead of the reference one')
-  .action(async (opts: { port: string; db: string; clearingUrl?: string }) => {
-    const running = await starting('the gateway', () => startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl }));
+  .option('--host <address>', 'the address to listen on; off loopback, peers of the network are served', '127.0.0.1')
+  .option('--allowed-hosts <names>', 'comma-separated public names (host[:port] or URL) the gateway also answers to (default: HOLON_ALLOWED_HOSTS)')
+  .option('--agents-port <port>', 'the port of agents/host.mjs, which the shipped MCP agents follow (default: HOLON_AGENTS_PORT, else 4300)', (text: string) => {
+    try {
+      return parsePort(text, '--agents-port');
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+  })
+  .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: number }) => {
+    const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
+    const running = await starting('the gateway', () =>
+      startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl, host: opts.host, allowed_hosts, agents_host_port: opts.agentsPort }),
+    );
     process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''})\n`);
     closeOnSignal(running.close);
   });

@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Knex } from 'knex';
@@ -12,7 +13,8 @@ import type Koa from 'koa';
 import supertest from 'supertest';
 import { createClearingApp } from '../src/clearing/app.ts';
 import { ALL_OPERATIONS, REQUIRED_OPERATIONS } from '../src/clearing/capabilities.ts';
-import { isLoopback, loopbackGate } from '../src/http/access.ts';
+import { isLoopback, loopbackGate, proxyHeader } from '../src/http/access.ts';
+import { ClearingPort } from '../src/gateway/clearing.ts';
 import { refusalAssertion, testBinding, unique, useTestBinding, type TestBinding } from './helpers/clearing.ts';
 
 /** The §7.2 vocabulary: a conforming binding answers one of these on every error. */
@@ -112,7 +114,7 @@ test('§3 a request carrying X-Forwarded-For is refused 403 not_permitted on eve
   ];
   for (const res of responses) {
     const message = refused(res, 403, 'not_permitted');
-    assert.match(message, /X-Forwarded-For/);
+    assert.match(message, /x-forwarded-for/);
   }
   // Present but empty is still present: a proxy's header, not an unproxied caller.
   refused(await binding.http.get(`/internal/ledger/balance/${account}`).set('X-Forwarded-For', ''), 403, 'not_permitted');
@@ -122,6 +124,51 @@ test('§3 a request carrying X-Forwarded-For is refused 403 not_permitted on eve
   assert.equal(settlement.body.state, 'unknown');
   const balance = await binding.http.get(`/internal/ledger/balance/${account}`);
   assert.equal(balance.body.balance, 0);
+});
+
+test('§3 every proxy header (Forwarded, any X-Forwarded-*, X-Real-IP, Via) is refused 403 not_permitted, naming it, and changes nothing', async () => {
+  const account = await binding.account();
+  const headers: Array<[string, string]> = [
+    ['Forwarded', 'for=203.0.113.7'],
+    ['X-Forwarded-Host', 'holon.example.com'],
+    ['X-Forwarded-Proto', 'https'],
+    ['X-Forwarded-Port', '443'],
+    ['X-Forwarded-Server', 'edge'],
+    ['X-Real-IP', '203.0.113.7'],
+    ['Via', '1.1 edge'],
+    ['Forwarded', ''],
+  ];
+  for (const [name, value] of headers) {
+    const txnId = unique('proxied');
+    const credit = await binding.http.post('/internal/ledger/purchase').set(name, value).send({ txnId, account, amount: 1_000 });
+    const message = refused(credit, 403, 'not_permitted');
+    assert.ok(message.includes(name.toLowerCase()), `${name}: ${message}`);
+    refused(await binding.http.get(`/internal/ledger/balance/${account}`).set(name, value), 403, 'not_permitted');
+    const settlement = await binding.http.get(`/internal/ledger/settlement/${txnId}`);
+    assert.equal(settlement.body.state, 'unknown', name);
+  }
+  assert.equal((await binding.http.get(`/internal/ledger/balance/${account}`)).body.balance, 0);
+  // A header that merely resembles one is not a proxy's.
+  assert.equal((await binding.http.get(`/internal/ledger/balance/${account}`).set('X-Forwarding-Note', 'x')).status, 200);
+});
+
+test("§3 the gateway's clearing client sends no proxy header: the gate would refuse it", async () => {
+  const seen: Array<Record<string, unknown>> = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"account":"a","balance":0,"available":0,"reserved":0,"currency":"EUR"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = new ClearingPort(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    await port.readBalance('a').catch(() => {});
+    await port.releaseHold('h-1', 'test').catch(() => {});
+    assert.equal(seen.length, 2);
+    for (const headers of seen) assert.equal(proxyHeader(headers), null, JSON.stringify(headers));
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });
 
 test('§3 the gate refuses a peer that is not loopback (middleware, peer 10.0.0.1)', async () => {

@@ -2,8 +2,8 @@
  * The gateway's MCP server at `/mcp` (gateway §7 "Connecting Claude Code") driven by a client we
  * did not write: the MCP Inspector's command-line mode (`@modelcontextprotocol/inspector-cli`
  * 1.0.3, bin `mcp-inspector-cli`), over Streamable HTTP (`--transport http`). The gateway runs
- * `agents/host.mjs` on port 4300, where `agents/csv-profile/holon.yaml` points (the tests run with
- * `--test-concurrency=1`, so no other file holds that port meanwhile).
+ * `agents/host.mjs` on a free port (`agents_host_port: 0`), which it lists as csv-profile's
+ * endpoint, so parallel runs never collide.
  *
  * How this CLI version is driven, read from its build (`build/cli.js`, `build/index.js`):
  * - `mcp-inspector-cli --cli <url> --transport http --method tools/list` (the launcher spawns
@@ -45,7 +45,7 @@ before(async () => {
     port: 0,
     ...(await freshStore()),
     agent_dirs: ['examples', 'agents'],
-    agents_host_port: 4300,
+    agents_host_port: 0,
     exclude: ['holon-labs/summarize'],
     logger: pino({ level: 'silent' }),
   });

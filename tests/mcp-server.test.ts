@@ -4,8 +4,8 @@
  * started by `startGateway`:
  *
  * - `sandbox`: MCP mandate `dev/sandbox` (allows everything), the example agents and
- *   `agents/host.mjs` on port 4300, where `agents/csv-profile/holon.yaml` points (the tests run
- *   with `--test-concurrency=1`, so no other file holds that port meanwhile);
+ *   `agents/host.mjs` on a free port (`agents_host_port: 0`), which the gateway lists as
+ *   csv-profile's endpoint, so parallel runs never collide;
  * - `careful`: MCP mandate `dev/careful` (`HOLON_MCP_MANDATE`, read at start): a call whose worst
  *   case is above 0.05 EUR is held for a human. `acme/estimate` quotes its price, at most 1.00,
  *   so every call of it is held; two tasks are then billed 0.02.
@@ -21,6 +21,7 @@ import { parse as parseYaml } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv } from 'ajv';
 import { parseMoney, type Micros } from '../src/contracts/money.ts';
 import { startGateway, type RunningGateway } from '../src/gateway/server.ts';
 import { freshStore } from './helpers/gateway.ts';
@@ -51,7 +52,7 @@ const clients: Client[] = [];
 before(async () => {
   const logger = pino({ level: 'silent' });
   const exclude = ['holon-labs/summarize'];
-  sandbox = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples', 'agents'], agents_host_port: 4300, exclude, logger });
+  sandbox = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples', 'agents'], agents_host_port: 0, exclude, logger });
   const previous = process.env.HOLON_MCP_MANDATE;
   process.env.HOLON_MCP_MANDATE = 'dev/careful';
   try {
@@ -68,8 +69,8 @@ after(async () => {
   await sandbox?.close();
 });
 
-/** How a client answers `elicitation/create`: accept with `approve`, decline, or fail. */
-type Answer = { approve: boolean } | 'decline' | 'fail';
+/** How a client answers `elicitation/create`: accept with `approve`, decline, cancel (the human dismissed the form), or fail. */
+type Answer = { approve: boolean } | 'decline' | 'cancel' | 'fail';
 
 /**
  * A connected client of `gateway`'s `/mcp`. With `answer`, it declares the elicitation
@@ -83,6 +84,7 @@ async function connect(gateway: RunningGateway, answer?: Answer): Promise<{ clie
       asked.push(request.params);
       if (answer === 'fail') throw new Error('the human closed the window');
       if (answer === 'decline') return { action: 'decline' };
+      if (answer === 'cancel') return { action: 'cancel' };
       return { action: 'accept', content: { approve: answer.approve } };
     });
   }
@@ -136,6 +138,32 @@ describe('under dev/sandbox', () => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((tool) => tool.name), TOOLS);
     assert.deepEqual(tools.find((tool) => tool.name === 'call_agent')!.inputSchema.required, ['input']);
+  });
+
+  test('every tool declares an outputSchema; the SDK client validates each answer against it, errors included', async () => {
+    const { client } = await connect(sandbox);
+    const { tools } = await client.listTools(); // the SDK client validates structuredContent of tools it listed
+    for (const tool of tools) {
+      assert.equal(tool.outputSchema?.type, 'object', tool.name);
+      // Not a schema that accepts anything: the required fields are named.
+      assert.ok((tool.outputSchema.required ?? []).length > 0 || tool.name === 'read_receipts', tool.name);
+    }
+    const answers = [
+      await client.callTool({ name: 'search_agents', arguments: { capability: 'extraction.table' } }),
+      await client.callTool({ name: 'call_agent', arguments: { agent: 'acme/table-extract', input: { text: 'a;b' } } }),
+      await client.callTool({ name: 'call_agent', arguments: { agent: 'acme/table-extract', input: { text: 'no delimiter here' } } }),
+      await client.callTool({ name: 'call_agent', arguments: { agent: 'nobody/nothing', input: {} } }),
+      await client.callTool({ name: 'call_agent', arguments: { agent: 'holon-labs/invoice-pipeline', input: { invoice: 'pens;2;1.50' } } }),
+      await client.callTool({ name: 'read_receipts', arguments: { limit: 2 } }),
+      await client.callTool({ name: 'read_receipts', arguments: { id: 'r999999' } }),
+      await client.callTool({ name: 'list_approvals', arguments: {} }),
+    ];
+    assert.deepEqual(answers.map((a) => a.isError === true), [false, false, true, true, false, false, true, false]);
+    const ajv = new Ajv({ strict: false });
+    const schemaOf = (name: string) => tools.find((tool) => tool.name === name)!.outputSchema!;
+    assert.equal(ajv.validate(schemaOf('call_agent'), answers[1]!.structuredContent), true, ajv.errorsText());
+    assert.equal(ajv.validate(schemaOf('call_agent'), { status: 'succeeded' }), false, 'a call answer without its receipt does not match');
+    assert.equal(ajv.validate(schemaOf('search_agents'), { mandate: 'dev/sandbox', agents: [{ id: 1 }] }), false);
   });
 
   test('call_agent runs holon-labs/csv-profile on the agents host and bills its per_run price, exactly', async () => {
@@ -351,6 +379,26 @@ describe('under dev/careful: a held call', () => {
     const decided = await fetch(`${careful.url}/v0/approvals/${approval.id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'reject' }) });
     assert.equal(decided.status, 200);
     assert.deepEqual((await callTool(client, 'list_approvals', {})).content, { approvals: [] });
+  });
+
+  test('a client whose human dismisses the form (cancel) leaves the call pending_approval, to decide later over the API', async () => {
+    const { client, asked } = await connect(careful, 'cancel');
+    const before = await balances(careful);
+    const { content, isError } = await callTool(client, 'call_agent', { agent: 'acme/estimate', input: TASKS });
+    assert.equal(asked.length, 1);
+    assert.equal(isError, false);
+    assert.equal(content.status, 'pending_approval');
+    assert.equal(content.approval.status, 'pending');
+    assert.equal(content.receipt.status, 'pending_approval');
+    assert.equal(content.receipt.billed, false);
+    const listed = (await callTool(client, 'list_approvals', {})).content.approvals;
+    assert.deepEqual(listed.map((a: any) => [a.id, a.status]), [[content.approval.id, 'pending']]);
+    assert.deepEqual(moved(before, await balances(careful)), {});
+    // Later, the human approves it over the API: it runs and is billed its quote.
+    const decided = await fetch(`${careful.url}/v0/approvals/${content.approval.id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(decided.status, 200);
+    assert.equal(((await decided.json()) as { receipt: { status: string } }).receipt.status, 'succeeded');
+    assert.deepEqual(moved(before, await balances(careful)), { dev: -20_000, acme: 18_000, holon: 2_000 });
   });
 
   test('a client whose elicitation fails leaves the call pending_approval', async () => {

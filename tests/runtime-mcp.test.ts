@@ -96,19 +96,40 @@ test('one connection per call: the session is ended (DELETE) after the call', as
 
 test('the hard timeout cancels the call: the tool receives notifications/cancelled and its signal aborts', async () => {
   let release = () => {};
-  answer = () => new Promise((resolve) => (release = () => resolve({ content: [], structuredContent: { late: true } })));
   const controller = new AbortController();
-  const started = Date.now();
-  setTimeout(() => controller.abort(), 100);
+  // The hard timeout fires while the tool runs.
+  answer = () => {
+    setImmediate(() => controller.abort());
+    return new Promise((resolve) => (release = () => resolve({ content: [], structuredContent: { late: true } })));
+  };
+  const first = server.messages.length;
   const outcome = await runtime.run(runRequest(target(), { signal: controller.signal }));
   release();
   assert.equal(outcome.kind === 'failure' && outcome.code, 'timeout');
-  assert.ok(Date.now() - started < 1500);
   const call = server.calls.at(-1)!;
   await abortedOf(call.signal);
-  const callRequest = server.messages.filter((m) => 'method' in m && m.method === 'tools/call').at(-1) as { id: number };
-  const cancelled = server.messages.find((m) => 'method' in m && m.method === 'notifications/cancelled' && m.params?.requestId === callRequest.id);
-  assert.ok(cancelled, 'notifications/cancelled for the tools/call request');
+  const messages = server.messages.slice(first);
+  const callRequest = messages.find((m) => 'method' in m && m.method === 'tools/call') as { id: number };
+  const cancelled = messages.filter((m) => 'method' in m && m.method === 'notifications/cancelled').map((m) => (m as unknown as { params: { requestId: unknown } }).params.requestId);
+  // Only the in-flight tools/call: initialize (id 0) MUST NOT be cancelled (MCP 2025-11-25, cancellation).
+  assert.deepEqual(cancelled, [callRequest.id]);
+});
+
+test('a timeout during initialize sends no notifications/cancelled at all: initialize is never cancelled', async () => {
+  const controller = new AbortController();
+  const silent = await startHttp((req, res, body) => {
+    // Never answers initialize; the hard timeout fires meanwhile.
+    if (req.method === 'POST' && body.includes('"initialize"')) return void controller.abort();
+    res.writeHead(202).end();
+  });
+  try {
+    const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${silent.url}/mcp`, 'echo'), { signal: controller.signal }));
+    assert.equal(outcome.kind === 'failure' && outcome.code, 'timeout');
+    const methods = silent.received.map((request) => (request.body ? (JSON.parse(request.body) as { method?: string }).method : request.method));
+    assert.deepEqual(methods, ['initialize']);
+  } finally {
+    await silent.close();
+  }
 });
 
 test('a server that drops the stream mid-call is agent_error at once, not a timeout', async () => {
@@ -169,4 +190,89 @@ test('an unknown tool is agent_error; a non-object input is refused before any r
   const scalar = await runtime.run(runRequest(target(), { input: 'text' }));
   assert.equal(scalar.kind === 'failure' && scalar.code, 'agent_error');
   assert.equal(server.received.length, before);
+});
+
+/**
+ * An SSE-polling server (event store, `retry` 20 ms) whose tool closes its POST stream after the
+ * priming event, then answers through `then`, which may wait for `resumed`: the client's GET
+ * with `Last-Event-ID`.
+ */
+async function pollingServer(then: (resumed: Promise<void>) => Promise<CallToolResult>): Promise<TestMcpServer> {
+  let resumedNow = () => {};
+  return startMcpServer(
+    (call) => {
+      const resumed = new Promise<void>((resolve) => (resumedNow = resolve));
+      call.closeSSEStream!();
+      return then(resumed);
+    },
+    { resumable: { retry_ms: 20, onResume: () => resumedNow() } },
+  );
+}
+
+/** The `Last-Event-ID` of every GET `server` received. */
+const resumptions = (server: TestMcpServer) => server.received.filter((r) => r.method === 'GET' && r.headers['last-event-id']).map((r) => r.headers['last-event-id']);
+
+test('SSE polling: a server that closes the POST stream after its priming event is resumed with GET Last-Event-ID, and its stored result taken', async () => {
+  const polling = await pollingServer(async () => ({ content: [], structuredContent: { polled: true } }));
+  try {
+    const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${polling.url}/mcp`, 'echo'), { input: { q: 1 } }));
+    assert.deepEqual(outcome, { kind: 'output', output: { polled: true }, units: null, quote: null });
+    assert.equal(resumptions(polling).length, 1);
+  } finally {
+    await polling.close();
+  }
+});
+
+test('SSE polling: a result sent only after the client resumed arrives on the resumed stream', async () => {
+  const polling = await pollingServer(async (resumed) => {
+    await resumed;
+    return { content: [], structuredContent: { late: 'but here' }, _meta: { 'holon/units': 2 } };
+  });
+  try {
+    const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${polling.url}/mcp`, 'echo'), { input: { q: 1 } }));
+    assert.deepEqual(outcome, { kind: 'output', output: { late: 'but here' }, units: 2, quote: null });
+    assert.equal(resumptions(polling).length, 1);
+  } finally {
+    await polling.close();
+  }
+});
+
+test('SSE polling: a resumed call that never answers ends at the hard timeout, cancelling only the tools/call', async () => {
+  const controller = new AbortController();
+  const polling = await pollingServer(async (resumed) => {
+    await resumed;
+    controller.abort();
+    return new Promise(() => {});
+  });
+  try {
+    const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${polling.url}/mcp`, 'echo'), { input: { q: 1 }, signal: controller.signal }));
+    assert.equal(outcome.kind === 'failure' && outcome.code, 'timeout');
+    const call = polling.messages.find((m) => 'method' in m && m.method === 'tools/call') as { id: number };
+    const cancelled = polling.messages.filter((m) => 'method' in m && m.method === 'notifications/cancelled').map((m) => (m as unknown as { params: { requestId: unknown } }).params.requestId);
+    assert.deepEqual(cancelled, [call.id]);
+  } finally {
+    await polling.close();
+  }
+});
+
+test('SSE polling: a server that refuses the resumption is agent_error at once, not a wait for the timeout', async () => {
+  const polling = await pollingServer(() => new Promise(() => {}));
+  // Refuse every GET that resumes (a server that lost its event store).
+  const refusing = await startHttp(async (req, res, body) => {
+    if (req.method === 'GET' && req.headers['last-event-id']) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+    const upstream = await fetch(`${polling.url}${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body: req.method === 'POST' ? body : undefined });
+    res.writeHead(upstream.status, Object.fromEntries(upstream.headers));
+    if (upstream.body) for await (const chunk of upstream.body) res.write(chunk);
+    res.end();
+  });
+  const controller = new AbortController();
+  const backstop = setTimeout(() => controller.abort(), 10_000);
+  try {
+    const outcome = await runtime.run(runRequest(remoteTarget('mcp', `${refusing.url}/mcp`, 'echo'), { input: { q: 1 }, signal: controller.signal }));
+    assert.equal(controller.signal.aborted, false, 'ended before the timeout');
+    assert.deepEqual(outcome, { kind: 'failure', code: 'agent_error', message: 'the MCP server closed the stream and refused to resume it (HTTP 404)' });
+  } finally {
+    clearTimeout(backstop);
+    await Promise.all([refusing.close(), polling.close()]);
+  }
 });

@@ -1,7 +1,13 @@
 /**
  * Starts `agents/host.mjs`, the reference MCP host of the shipped agents (gateway §6), as a child
- * process beside the dev gateway, and stops it with the gateway. Its agents' manifests name its
- * endpoint (`http://127.0.0.1:4300/mcp`).
+ * process beside the dev gateway, and stops it with the gateway. The gateway lists its agents at
+ * the URL it prints (their manifests name the default, `http://127.0.0.1:4300/mcp`).
+ *
+ * The host never outlives the gateway: it is spawned with an IPC channel and exits when that
+ * channel closes. The kernel closes it however the gateway ends, `kill -9` included, so the host
+ * exits at once and frees its port for the next start. (A stdin pipe would say the same, but would
+ * take stdin from a host run by hand and stop one started with stdin at /dev/null; polling the
+ * parent pid is late, and a re-parented process's ppid need not be 1.)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -20,7 +26,9 @@ const START_TIMEOUT_MS = 20_000;
  * first (e.g. the port is taken) or stays silent past the start timeout, with what it printed.
  */
 export async function startAgentsHost(script: string, port: number): Promise<AgentsHost> {
-  const child: ChildProcess = spawn(process.execPath, [script, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+  const child: ChildProcess = spawn(process.execPath, [script, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: process.env });
+  // The channel exists to close when this process dies; it must not keep this process alive.
+  child.channel?.unref();
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${script} did not start within ${START_TIMEOUT_MS} ms: ${output}`)), START_TIMEOUT_MS);

@@ -1,7 +1,7 @@
 /**
  * The gateway's `/v0` API (gateway §5) as a Koa app: the generated operation table of
- * `openapi/gateway.yaml`, with these handlers, and the MCP server at `/mcp`. Errors are `{error,
- * code}` bodies.
+ * `openapi/gateway.yaml`, with these handlers, and the MCP server at `/mcp`, both behind the
+ * DNS-rebinding gate (`src/http/host-gate.ts`). Errors are `{error, code}` bodies.
  */
 import Koa from 'koa';
 import type { Knex } from 'knex';
@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
 import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
+import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware } from '../mcp/server.ts';
 import { approvalView, pendingApprovals } from './approvals.ts';
@@ -33,6 +34,8 @@ export interface GatewayAppOptions {
   currency: string;
   /** The mandate the MCP server at `/mcp` calls under. */
   mcp_mandate: string;
+  /** The DNS-rebinding gate of `/v0` and `/mcp`: the names this gateway answers to, and whether only loopback peers are served. */
+  access: Pick<HostGateOptions, 'hosts' | 'loopback_peers_only'>;
   logger: Logger;
 }
 
@@ -129,6 +132,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
 
   const app = new Koa();
   app.use(errorBodies('an unexpected failure inside the gateway; the details are in its log', (error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'] }));
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger });
   app.use(mcp);
   mountOperations(app, { table: operationTable, schemaDocument, handlers });

@@ -27,6 +27,13 @@ export interface ListedAgent {
 /** `ns/name@x.y.z` of a listed version. */
 export const agentRef = (manifest: Manifest): string => `${manifest.id}@${manifest.version}`;
 
+/** `document` with `runtime.endpoint` set to `endpoint` when it is an MCP agent's manifest and `endpoint` is given. */
+function withEndpoint(document: Record<string, unknown>, endpoint: string | undefined): Record<string, unknown> {
+  const runtime = document?.runtime as Record<string, unknown> | undefined;
+  if (endpoint === undefined || runtime?.kind !== 'mcp') return document;
+  return { ...document, runtime: { ...runtime, endpoint } };
+}
+
 /** The in-memory catalogue over `gateway_agents`. */
 export class Registry {
   private readonly versions = new Map<string, Map<string, ListedAgent>>();
@@ -76,9 +83,12 @@ export class Registry {
   /**
    * Loads every `<dir>/*\/holon.yaml` into the database (a version already stored with other
    * content is replaced: shipped agents change with the code) and leaves out ids in `exclude`.
-   * Throws ContractError naming the file when a manifest is invalid.
+   * `mcp_endpoints` maps a directory whose MCP agents a local host serves (`agents`, served by
+   * `agents/host.mjs`) to that host's URL, which replaces their `runtime.endpoint`: the host's
+   * port is configurable, the manifests name its default. Throws ContractError naming the file
+   * when a manifest is invalid.
    */
-  static async loadShipped(db: Knex, dirs: readonly string[], exclude: readonly string[]): Promise<void> {
+  static async loadShipped(db: Knex, dirs: readonly string[], exclude: readonly string[], mcp_endpoints: ReadonlyMap<string, string> = new Map()): Promise<void> {
     for (const dir of dirs) {
       let entries: string[];
       try {
@@ -97,7 +107,7 @@ export class Registry {
         let document: Record<string, unknown>;
         let loaded: LoadedManifest;
         try {
-          document = parseYaml(text, { schema: 'core', uniqueKeys: true });
+          document = withEndpoint(parseYaml(text, { schema: 'core', uniqueKeys: true }), mcp_endpoints.get(dir));
           loaded = validateManifest(document);
         } catch (error) {
           throw new Error(`${path.join(dir, entry, 'holon.yaml')}: ${(error as Error).message}`);

@@ -6,7 +6,7 @@
  * account `dev` and the mandates of `examples/mandates/` exist, so a first call needs no set-up.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -15,6 +15,8 @@ import pino, { type Logger } from 'pino';
 import { parseMoney, type Micros } from '../contracts/money.ts';
 import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from '../db/index.ts';
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
+import { isLoopback } from '../http/access.ts';
+import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import { runtimeFor } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused } from './clearing.ts';
@@ -62,8 +64,18 @@ async function prepareAccounts(clearing: ClearingPort, accounts: readonly string
 
 /** Options of `startGateway`. */
 export interface GatewayServerOptions {
-  /** TCP port on 127.0.0.1; 0 picks a free one. */
+  /** TCP port; 0 picks a free one. */
   port: number;
+  /**
+   * The address to listen on (default `127.0.0.1`). On a loopback address only loopback peers are
+   * served; `0.0.0.0` or another address serves the network, under that address's names.
+   */
+  host?: string;
+  /**
+   * Public names this gateway also answers to (`host[:port]` or a URL), besides the names of the
+   * address it listens on (DNS-rebinding gate, `src/http/host-gate.ts`). Default: `HOLON_ALLOWED_HOSTS`.
+   */
+  allowed_hosts?: readonly string[];
   /** Data directory: `<db>/gateway` and `<db>/clearing` (PGlite), unless a PostgreSQL URL is given. */
   db: string;
   /** PostgreSQL for the gateway and the in-process binding alike (default: `DATABASE_URL`; neither: PGlite in `db`). */
@@ -76,7 +88,11 @@ export interface GatewayServerOptions {
   exclude?: readonly string[];
   /** Directory of example mandates (default `examples/mandates`). */
   mandate_dir?: string;
-  /** Start `agents/host.mjs` on this port (default 4300, where the shipped manifests point); null: do not start it. */
+  /**
+   * Start `agents/host.mjs` on this port (0 picks a free one; default `HOLON_AGENTS_PORT`, else
+   * {@link DEFAULT_AGENTS_PORT}); the MCP agents of `agents/` are listed with the host's URL as
+   * their `runtime.endpoint`. null: do not start it.
+   */
   agents_host_port?: number | null;
   logger?: Logger;
 }
@@ -92,6 +108,22 @@ export interface RunningGateway {
   outbox: Outbox;
   db: Database;
   close(): Promise<void>;
+}
+
+/** The agents host's port when neither `agents_host_port` nor `HOLON_AGENTS_PORT` names one (the port the shipped manifests name). */
+export const DEFAULT_AGENTS_PORT = 4300;
+
+/** `text` as a TCP port (an integer from 0 to 65535). Throws an Error naming `name` otherwise. */
+export function parsePort(text: string, name: string): number {
+  const port = /^\d{1,5}$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (!Number.isInteger(port) || port > 65535) throw new Error(`${name} ${JSON.stringify(text)} is not a port: write an integer from 0 to 65535`);
+  return port;
+}
+
+/** The agents host's port: `HOLON_AGENTS_PORT` when set, else {@link DEFAULT_AGENTS_PORT}. Throws when it is not a port. */
+export function agentsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.HOLON_AGENTS_PORT;
+  return text === undefined || text === '' ? DEFAULT_AGENTS_PORT : parsePort(text, 'HOLON_AGENTS_PORT');
 }
 
 /** The agent ids `HOLON_EXCLUDE` names (comma-separated), `holon-labs/summarize` by default: it spends the operator's API credit. */
@@ -151,6 +183,12 @@ async function closeInterrupted(database: Database, outbox: Outbox): Promise<num
   return interrupted.length;
 }
 
+/** The URL this machine reaches a server listening on `address:port` at: through 127.0.0.1 when it listens on loopback or everywhere. */
+function localUrl(address: string, port: number): string {
+  if (isLoopback(address) || address === '0.0.0.0' || address === '::') return `http://127.0.0.1:${port}`;
+  return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
 /**
  * Starts the dev gateway; resolves once it listens. A failure on the way closes whatever was
  * already started (binding, database, host) before it is thrown, so nothing is left running.
@@ -171,7 +209,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
 async function start(options: GatewayServerOptions, closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
   const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
   const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
-  const hostPort = options.agents_host_port === undefined ? 4300 : options.agents_host_port;
+  const hostPort = options.agents_host_port === undefined ? agentsPortFromEnv() : options.agents_host_port;
   const targetOf = (dir: string): DatabaseTarget => (options.database_url ? { url: options.database_url } : targetFromEnv(dir));
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
@@ -183,7 +221,10 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   closers.push(database.close);
   const db = database.knex;
 
-  await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents());
+  // The host first: the shipped MCP agents are listed at its URL, whatever port it got.
+  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
+  if (host) closers.push(host.close);
+  await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents(), host ? new Map([['agents', host.url]]) : new Map());
   const registry = await Registry.fromDatabase(db);
   await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
@@ -198,9 +239,14 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   await prepareAccounts(clearing, [DEV_ACCOUNT, ...(await rootPayers()), ...authors()], logger);
   outbox.start();
   closers.push(() => outbox.stop());
-  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
-  if (host) closers.push(host.close);
-
+  // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).
+  const server = createServer();
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject).listen(options.port, options.host ?? '127.0.0.1'));
+  const { port, address } = server.address() as AddressInfo;
   const { app, close: closeApp } = createGatewayApp({
     db,
     gateway,
@@ -209,22 +255,17 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     outbox,
     currency: 'EUR',
     mcp_mandate: process.env.HOLON_MCP_MANDATE ?? 'dev/sandbox',
+    access: { hosts: [...listenHosts(address, port), ...(options.allowed_hosts ?? allowedHostsFromEnv())], loopback_peers_only: isLoopback(address) },
     logger,
     accounts: async () => {
       const names = [...new Set([...(await rootPayers()), ...authors()])].sort().map((account) => ({ name: account, account }));
       return [...names, { name: 'holon', account: PLATFORM_FEES }];
     },
   });
-  const server = app.listen(options.port, '127.0.0.1');
-  closers.push(async () => {
-    await closeApp();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
-  const { port } = server.address() as AddressInfo;
+  closers.push(closeApp);
+  server.on('request', app.callback());
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: localUrl(address, port),
     agents_url: host?.url ?? null,
     clearing_url: clearing.url,
     server,

@@ -1,8 +1,9 @@
 /**
  * The loopback gate of clearing-contract §3: a request is answered only when its peer is a
- * loopback address and it carries no `X-Forwarded-For` (which every reverse proxy adds, and which
- * is what gives away a request that came from the internet through one). Anything else: 403
- * `not_permitted`. Paths in `open` (the health check) are outside the gate.
+ * loopback address and it carries no proxy header (`Forwarded`, any `X-Forwarded-*`, `X-Real-IP`,
+ * `Via`: a reverse proxy also connects from loopback, and the header it adds is what gives away a
+ * request that came from the internet through one). Anything else: 403 `not_permitted`. Paths in
+ * `open` (the health check) are outside the gate.
  */
 import type { Middleware } from 'koa';
 import ipaddr from 'ipaddr.js';
@@ -14,6 +15,18 @@ export function isLoopback(address: string | undefined): boolean {
   return ipaddr.process(address).range() === 'loopback';
 }
 
+/**
+ * The name of the first proxy header among `headers` (Node's lower-cased request headers), or
+ * null: `forwarded` (RFC 7239), any `x-forwarded-*`, `x-real-ip`, `via`. Present at all, even
+ * empty, counts: that is what a proxy leaves behind.
+ */
+export function proxyHeader(headers: Record<string, unknown>): string | null {
+  for (const name of Object.keys(headers)) {
+    if (name === 'forwarded' || name === 'x-real-ip' || name === 'via' || name.startsWith('x-forwarded-')) return name;
+  }
+  return null;
+}
+
 /** Koa middleware enforcing the §3 gate on every path except those in `open`. Throws `HttpError` 403. */
 export function loopbackGate(open: readonly string[]): Middleware {
   return async (ctx, next) => {
@@ -21,9 +34,10 @@ export function loopbackGate(open: readonly string[]): Middleware {
       if (!isLoopback(ctx.req.socket.remoteAddress)) {
         throw new HttpError(403, 'not_permitted', `only a local caller may use this binding; the peer ${ctx.req.socket.remoteAddress} is not loopback`);
       }
-      // Present at all, even empty, is what a proxy leaves behind (`ctx.get` reads an empty header as absent).
-      if (ctx.req.headers['x-forwarded-for'] !== undefined) {
-        throw new HttpError(403, 'not_permitted', 'a request carrying X-Forwarded-For came through a proxy; only an unproxied local caller may use this binding');
+      // Node's raw headers, not `ctx.get`, which reads an empty header as absent.
+      const proxied = proxyHeader(ctx.req.headers);
+      if (proxied !== null) {
+        throw new HttpError(403, 'not_permitted', `a request carrying the proxy header ${proxied} came through a proxy; only an unproxied local caller may use this binding`);
       }
     }
     await next();

@@ -3,7 +3,9 @@
  * Streamable HTTP, stateful (a session per client, so elicitation answers reach the server that
  * asked), every call made under one mandate. Tools: search agents, call an agent or a
  * capability, read receipts, list approvals. A call held for approval asks the human through
- * elicitation when the client supports it; otherwise it stays `pending_approval`.
+ * elicitation when the client supports it; otherwise, or when the human dismisses the form
+ * (`cancel`) or the elicitation fails, it stays `pending_approval`; only a `decline` (or an
+ * accepted form saying no) rejects it.
  *
  * Another agent's output and every author-written text reach the client with `<` escaped (as
  * `&lt;`), in the structured content and the text block alike, so no text can close the wrapper
@@ -23,6 +25,7 @@ import { closeExpiredApprovals, decideApproval } from '../gateway/decisions.ts';
 import type { CallResult, Gateway } from '../gateway/lifecycle.ts';
 import { loadMandate } from '../gateway/mandates.ts';
 import { listReceiptTrees, readReceipt, treeOf } from '../gateway/receipts.ts';
+import { callAgentOutput, listApprovalsOutput, readReceiptsOutput, searchAgentsOutput } from './schemas.ts';
 import type { Registry } from '../gateway/registry.ts';
 
 /** What the MCP server needs. */
@@ -75,6 +78,7 @@ function buildServer(options: McpOptions): McpServer {
     {
       description: 'Search the agents this gateway lists, ranked by cost per successful run, priced and admitted under the session mandate.',
       inputSchema: { q: z.string().optional().describe('words to match'), capability: z.string().optional().describe('a capability class, e.g. extraction.table') },
+      outputSchema: searchAgentsOutput,
     },
     async ({ q, capability }) => {
       const mandate = await loadMandate(db, options.mandate);
@@ -93,6 +97,7 @@ function buildServer(options: McpOptions): McpServer {
         input: z.unknown().describe("the agent's input"),
         max_cost: z.string().optional().describe("a ceiling in the mandate's currency, e.g. \"0.20\""),
       },
+      outputSchema: callAgentOutput,
     },
     async ({ agent, capability, input, max_cost }) => {
       const call = await gateway.call({ mandate: options.mandate, input, ...(agent === undefined ? {} : { agent }), ...(capability === undefined ? {} : { capability }), ...(max_cost === undefined ? {} : { max_cost }) });
@@ -106,6 +111,7 @@ function buildServer(options: McpOptions): McpServer {
     {
       description: 'Read one receipt tree by id, or the newest receipt trees under the session mandate.',
       inputSchema: { id: z.string().optional().describe('a receipt id such as r4'), limit: z.number().int().min(1).max(100).optional() },
+      outputSchema: readReceiptsOutput,
     },
     async ({ id, limit }) => {
       if (id === undefined) return result({ receipts: await listReceiptTrees(db, { mandate: options.mandate, limit: limit ?? 10 }) });
@@ -117,7 +123,7 @@ function buildServer(options: McpOptions): McpServer {
 
   server.registerTool(
     'list_approvals',
-    { description: 'List the calls under the session mandate that wait for a human decision.', inputSchema: {} },
+    { description: 'List the calls under the session mandate that wait for a human decision.', inputSchema: {}, outputSchema: listApprovalsOutput },
     async () => {
       await closeExpiredApprovals(db);
       const approvals = (await pendingApprovals(db)).filter((row) => row.mandate === options.mandate);
@@ -129,8 +135,10 @@ function buildServer(options: McpOptions): McpServer {
 
 /**
  * Asks the human at the client to approve a held call (MCP elicitation). Accepted with
- * `approve: true`: the call runs; declined, cancelled or `approve: false`: rejected. A client
- * that fails to answer leaves the approval pending.
+ * `approve: true`: the call runs. `decline`, or accepted with `approve: false`: the human said no,
+ * the call is rejected. `cancel` (the human dismissed the form without choosing) or a failed
+ * elicitation: nobody decided, so the approval stays pending for the human to decide later
+ * (`list_approvals`, `POST /v0/approvals/{id}`) until it expires.
  */
 async function askHuman(server: McpServer, options: McpOptions, held: CallResult): Promise<CallResult> {
   const approval = held.approval!;
@@ -145,6 +153,7 @@ async function askHuman(server: McpServer, options: McpOptions, held: CallResult
     options.logger.warn({ err: error, approval: approval.id }, 'elicitation failed; the approval stays pending');
     return held;
   }
+  if (answer.action === 'cancel') return held;
   const approve = answer.action === 'accept' && answer.content?.approve === true;
   const decided = await decideApproval(options.db, options.gateway, approval.id, approve ? 'approve' : 'reject');
   if ('run' in decided) return decided.run;

@@ -16,12 +16,20 @@
  * Failures (DESIGN open point 11): no HTTP response at all (refused, DNS, reset, TLS) →
  * `runtime_unavailable`; an HTTP answer outside the profile (any non-2xx such as 401, a redirect,
  * which is never followed, a JSON-RPC error, a malformed result, an answer over 10 MiB) →
- * `agent_error`; the hard timeout → `timeout`. A server must answer on the stream of the request:
- * stream resumption (`Last-Event-ID`) is not used in v0, so a stream that ends without the result
- * (a crashed server) is `agent_error` at once rather than a wait for the timeout.
+ * `agent_error`; the hard timeout → `timeout`.
+ *
+ * Streams (MCP 2025-11-25, Streamable HTTP): a server may close the `tools/call` stream after an
+ * event with an id (the priming event of SSE polling, `closeSSEStream`); the runtime then waits
+ * the server's `retry` (else {@link RESUME_DELAY_MS}, and at least {@link MIN_RESUME_GAP_MS}
+ * between two resumptions), resumes with a GET carrying `Last-Event-ID`, and takes the result
+ * from there, all within the call's hard timeout. A stream that ends without the result and
+ * without an event id since the last one (a crashed server: nothing to resume from), or a
+ * resumption the server refuses or cannot take, is `agent_error` at once rather than a wait for
+ * the timeout.
  *
  * Cancellation (DESIGN open point 12): at the hard timeout the request's AbortSignal fires, the SDK
- * sends `notifications/cancelled` for the `tools/call` (MCP 2025-11-25), the runtime waits for that
+ * sends `notifications/cancelled` for the in-flight `tools/call` only (MCP 2025-11-25; `initialize`
+ * is never cancelled: a timeout while connecting just closes), the runtime waits for that
  * notification to be delivered (at most {@link CLOSE_GRACE_MS}), ends the session with an HTTP
  * `DELETE` when the server gave one, and closes the response stream (the signal later protocol
  * revisions use). No retry: a call is sent once.
@@ -42,10 +50,17 @@ import type { RunOutcome, RunRequest, Runtime } from './types.ts';
 const CLOSE_GRACE_MS = 1000;
 
 /**
- * How long after the `tools/call` response stream ended a result may still be on its way through
- * the SDK, in ms; past it, the server closed the stream without answering (`agent_error`).
+ * How long after the `tools/call` stream (or a resumption of it) ended a result or an event id may
+ * still be on its way through the SDK, in ms; past it with neither, the server closed the stream
+ * without answering and without a point to resume from (`agent_error`).
  */
 const STREAM_END_GRACE_MS = 100;
+
+/** How long to wait before resuming a closed stream when the server sent no `retry`, in ms. */
+const RESUME_DELAY_MS = 1000;
+
+/** The least time between two resumptions of a call's stream, in ms, whatever `retry` the server asks (a bound on reconnections). */
+const MIN_RESUME_GAP_MS = 100;
 
 /**
  * The SDK's own request timeout, in ms: a backstop above the longest hard timeout (300 s, gateway
@@ -75,14 +90,22 @@ async function callOnce(request: RunRequest, endpoint: string, tool: string, bas
   const transport = new CancellingTransport(new URL(endpoint), {
     requestInit: { headers: credentialHeaders(request.credential), redirect: 'manual' },
     fetch: watchedFetch(baseFetch, maxBytes, endpoint, watch),
-    reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 },
+    // One attempt per closed stream: a refused or failed resumption stops the call (watchedFetch).
+    reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: RESUME_DELAY_MS, maxReconnectionDelay: RESUME_DELAY_MS, reconnectionDelayGrowFactor: 1 },
   });
   const client = new Client({ name: 'holon-gateway', version: '0.1.0' });
-  const options = { signal: AbortSignal.any([request.signal, watch.stopped]), timeout: BACKSTOP_TIMEOUT_MS };
+  const stop = AbortSignal.any([request.signal, watch.stopped]);
   try {
-    await client.connect(transport, options);
+    // `initialize` MUST NOT be cancelled (MCP 2025-11-25, cancellation): the SDK never sees the
+    // signal while connecting (it would send notifications/cancelled for it, even after it
+    // answered); a stop just ends the wait, and closing the transport (below) ends the request.
+    await untilAborted(client.connect(transport, { timeout: BACKSTOP_TIMEOUT_MS }), stop);
     const _meta = request.max_cost ? { 'holon/max_cost': { ...request.max_cost } } : undefined;
-    const result = await client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, options);
+    const result = await client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, {
+      signal: stop,
+      timeout: BACKSTOP_TIMEOUT_MS,
+      onresumptiontoken: () => watch.events++,
+    });
     return outcomeOf(result);
   } catch (error) {
     if (request.signal.aborted) return timedOut();
@@ -101,6 +124,10 @@ class CallWatch {
   problem: RunOutcome | null = null;
   /** Set once the call has its outcome: nothing stops it any more. */
   settled = false;
+  /** Events with an id seen on the `tools/call` stream and its resumptions: the stream can be resumed from the last one. */
+  events = 0;
+  /** When the last resumption was sent (ms since the epoch). */
+  resumed_ms = 0;
   readonly #controller = new AbortController();
   /** Aborted by {@link stop}. */
   readonly stopped = this.#controller.signal;
@@ -121,29 +148,54 @@ class CallWatch {
 /**
  * The fetch the transport uses: never follows a redirect, limits every response body, and names a
  * connection failure or a redirect (the SDK's own request then fails). It stops the call when an
- * answer grows past the limit, or when the response stream of the `tools/call` ends without its
- * result (a crashed server: the SDK would wait until the timeout).
+ * answer grows past the limit, when the `tools/call` stream (or a resumption of it) ends without
+ * the result and without a new event id to resume from (a crashed server: the SDK would wait
+ * until the timeout), and when a resumption is refused or fails. Resumptions are spaced by at
+ * least {@link MIN_RESUME_GAP_MS}.
  */
 function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, watch: CallWatch): Fetch {
   return async (url, init) => {
+    const resumption = init?.method === 'GET' && new Headers(init.headers).has('last-event-id');
+    if (resumption) {
+      await pause(watch.resumed_ms + MIN_RESUME_GAP_MS - Date.now(), init?.signal ?? undefined);
+      watch.resumed_ms = Date.now();
+    }
     let response: Response;
     try {
       response = await baseFetch(url, { ...init, redirect: 'manual' });
     } catch (error) {
       if (!init?.signal?.aborted) {
-        watch.note(failure('runtime_unavailable', `could not reach ${endpoint} (${networkReason(error)}): is the agent's MCP server running?`));
+        const unreachable = `could not reach ${endpoint} (${networkReason(error)}): is the agent's MCP server running?`;
+        if (resumption) watch.stop(failure('agent_error', `the MCP server closed the stream and ${unreachable}`));
+        else watch.note(failure('runtime_unavailable', unreachable));
       }
       throw error;
     }
     if (isRedirect(response.status)) watch.note(failure('agent_error', redirectRefused(endpoint, response)));
+    if (resumption && !response.ok) watch.stop(failure('agent_error', `the MCP server closed the stream and refused to resume it (HTTP ${response.status})`));
+    const events = watch.events;
     const unanswered = () =>
-      setTimeout(() => watch.stop(failure('agent_error', 'the MCP server closed the stream without answering the call')), STREAM_END_GRACE_MS).unref();
+      setTimeout(() => {
+        if (watch.events === events) watch.stop(failure('agent_error', 'the MCP server closed the stream without answering the call'));
+      }, STREAM_END_GRACE_MS).unref();
     return watchBody(response, {
       max_bytes: maxBytes,
       onExceeded: () => watch.stop(failure('agent_error', tooLarge(maxBytes))),
-      onEnd: carriesToolCall(init) ? unanswered : undefined,
+      onEnd: resumption || carriesToolCall(init) ? unanswered : undefined,
     });
   };
+}
+
+/** Waits `ms` (nothing when ≤ 0); rejects when `signal` aborts first. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }, { once: true });
+  });
 }
 
 /** Whether a request body is the `tools/call` request. */
@@ -209,6 +261,16 @@ function outcomeOfError(error: unknown): RunOutcome {
     return failure('agent_error', `the MCP server answered JSON-RPC error ${error.code}: ${clip(error.message)}`);
   }
   return failure('agent_error', `not an MCP answer: ${clip(error instanceof Error ? error.message : String(error))}`);
+}
+
+/** `promise`, or a rejection with the signal's reason as soon as `signal` aborts (the promise is left to settle on its own). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** Waits for `promise` at most `ms`; its failure is ignored (closing is best effort). */

@@ -9,7 +9,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { StreamableHTTPServerTransport, type EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -69,6 +69,43 @@ export interface ToolCall {
   arguments: unknown;
   meta: Record<string, unknown> | undefined;
   signal: AbortSignal;
+  /** Closes the call's SSE stream after its priming event (SSE polling); only on a resumable server. */
+  closeSSEStream?: () => void;
+}
+
+/** Options of {@link startMcpServer}. */
+export interface McpServerOptions {
+  /**
+   * Resumable streams: an event store, a priming event on each POST stream, and this `retry` in
+   * ms; `onResume` hears every GET that resumes a stream (`Last-Event-ID`).
+   */
+  resumable?: { retry_ms: number; onResume?: () => void };
+}
+
+/**
+ * An event store (the SDK's `EventStore`) in memory, in order: event ids are `<stream>/<n>`
+ * with `n` counting up, so a replay sends exactly the events after the one named.
+ */
+export class TestEventStore implements EventStore {
+  readonly #events: Array<{ id: string; stream: string; message: JSONRPCMessage }> = [];
+
+  async storeEvent(stream: string, message: JSONRPCMessage): Promise<string> {
+    const id = `${stream}/${this.#events.length}`;
+    this.#events.push({ id, stream, message });
+    return id;
+  }
+
+  async getStreamIdForEventId(id: string): Promise<string | undefined> {
+    return this.#events.find((event) => event.id === id)?.stream;
+  }
+
+  async replayEventsAfter(id: string, { send }: { send: (id: string, message: JSONRPCMessage) => Promise<void> }): Promise<string> {
+    const at = this.#events.findIndex((event) => event.id === id);
+    if (at < 0) throw new Error(`no event ${id}`);
+    const stream = this.#events[at]!.stream;
+    for (const event of this.#events.slice(at + 1)) if (event.stream === stream) await send(event.id, event.message);
+    return stream;
+  }
 }
 
 /** An MCP server with one tool, `echo`, answering through `answer`, and everything it received. */
@@ -82,13 +119,14 @@ export interface TestMcpServer extends TestServer {
  * A stateful MCP server (Streamable HTTP, sessions) on 127.0.0.1 whose tool `echo` answers
  * `answer(call)`: a `CallToolResult`, raw, so tests can send results outside the profile.
  */
-export async function startMcpServer(answer: (call: ToolCall) => CallToolResult | Promise<CallToolResult>): Promise<TestMcpServer> {
+export async function startMcpServer(answer: (call: ToolCall) => CallToolResult | Promise<CallToolResult>, options: McpServerOptions = {}): Promise<TestMcpServer> {
   const messages: JSONRPCMessage[] = [];
   const calls: ToolCall[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const http = await startHttp(async (req, res, body) => {
     const parsed = body ? (JSON.parse(body) as JSONRPCMessage) : undefined;
     if (parsed) messages.push(parsed);
+    if (req.method === 'GET' && req.headers['last-event-id']) options.resumable?.onResume?.();
     const sessionId = req.headers['mcp-session-id'];
     let transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
     if (!transport && parsed && isInitializeRequest(parsed)) {
@@ -96,12 +134,13 @@ export async function startMcpServer(answer: (call: ToolCall) => CallToolResult 
         sessionIdGenerator: randomUUID,
         onsessioninitialized: (id) => void sessions.set(id, transport!),
         onsessionclosed: (id) => void sessions.delete(id),
+        ...(options.resumable ? { eventStore: new TestEventStore(), retryInterval: options.resumable.retry_ms } : {}),
       });
       const server = new Server({ name: 'test-agent', version: '1.0.0' }, { capabilities: { tools: {} } });
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }));
       server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
         if (request.params.name !== 'echo') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
-        const call = { arguments: request.params.arguments, meta: request.params._meta, signal: extra.signal };
+        const call = { arguments: request.params.arguments, meta: request.params._meta, signal: extra.signal, closeSSEStream: extra.closeSSEStream };
         calls.push(call);
         return answer(call);
       });
