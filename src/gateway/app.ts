@@ -1,14 +1,16 @@
 /**
  * The gateway's `/v0` API (gateway §5) as a Koa app: the generated operation table of
- * `openapi/gateway.yaml`, with these handlers, and the MCP server at `/mcp`. Errors are `{error,
- * code}` bodies.
+ * `openapi/gateway.yaml`, with these handlers, the MCP server at `/mcp`, and the document itself
+ * at `/openapi.json` with its reference page at `/docs`. Errors are `{error, code}` bodies.
  */
 import Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
+import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
 import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
+import { servedDocuments } from '../http/docs.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware } from '../mcp/server.ts';
 import { approvalView, pendingApprovals } from './approvals.ts';
@@ -129,6 +131,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
 
   const app = new Koa();
   app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  app.use(servedDocuments(gatewayDocument, 'Holon gateway'));
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger });
   app.use(mcp);
   mountOperations(app, { table: operationTable, schemaDocument, handlers });
