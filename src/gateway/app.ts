@@ -13,7 +13,8 @@ import { HttpError } from '../http/errors.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware } from '../mcp/server.ts';
-import { approvalView, pendingApprovals } from './approvals.ts';
+import { ApprovalAnswers } from './approval-answers.ts';
+import { approvalView, pendingApprovals, readApproval } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clearing.ts';
 import { closeExpiredApprovals, decideApproval } from './decisions.ts';
@@ -50,6 +51,7 @@ async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, cu
 /** Builds the gateway's Koa app; `close()` ends its MCP sessions. */
 export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(): Promise<void> } {
   const { db, gateway, registry, clearing, currency } = options;
+  const answers = new ApprovalAnswers();
 
   const handlers: Record<string, MountedHandler> = {
     health: async () => ({ ok: true }),
@@ -68,7 +70,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       } catch (error) {
         throw new HttpError(422, 'invalid_request', (error as Error).message);
       }
-      if (!listed) throw new HttpError(404, 'no_such_agent', `no listed agent matches ${ref}`);
+      if (!listed) throw new HttpError(404, 'no_such_agent', registry.missing(ref));
       const stats = gateway.stats.get(listed.loaded.manifest.id) ?? { runs: 0, successes: 0 };
       return {
         manifest: listed.document,
@@ -87,10 +89,27 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       return { approvals: (await pendingApprovals(db)).map((row) => approvalView(row, currency)) };
     },
 
+    'read-approval': async ({ params, query }: OperationRequest<'read-approval'>) => {
+      await closeExpiredApprovals(db);
+      const deadline_ms = Date.now() + (query.wait_s ?? 0) * 1000;
+      for (;;) {
+        const row = await readApproval(db, params.id);
+        if (!row) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
+        const result = answers.get(row.id);
+        // An approved call counts as decided for the waiter once it has run and its answer is published.
+        const waiting = row.status === 'pending' || (row.status === 'approved' && !result);
+        if (!waiting || Date.now() >= deadline_ms) {
+          return { approval: approvalView(row, currency), ...(result && row.status === 'approved' ? { result: result.body } : {}) };
+        }
+        await answers.wait(row.id, deadline_ms - Date.now());
+      }
+    },
+
     'decide-approval': async ({ params, body }: OperationRequest<'decide-approval'>, ctx) => {
       const decided = await decideApproval(db, gateway, params.id, body.decision ?? 'approve');
-      if ('rejected' in decided) return { approval: approvalView(decided.rejected, currency) };
-      return answer(ctx, gateway, decided.run, currency);
+      const reply = 'rejected' in decided ? { approval: approvalView(decided.rejected, currency) } : await answer(ctx, gateway, decided.run, currency);
+      answers.publish(params.id, reply);
+      return reply;
     },
 
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => ({
