@@ -11,6 +11,7 @@ import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 
 import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import { servedDocuments } from '../http/docs.ts';
+import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware } from '../mcp/server.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
@@ -149,6 +150,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
   };
 
   const app = new Koa();
+  app.use(requestLog(options.logger));
   app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
   app.use(servedDocuments(gatewayDocument, 'Holon gateway'));
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger });

@@ -198,7 +198,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   await prepareAccounts(clearing, [DEV_ACCOUNT, ...(await rootPayers()), ...authors()], logger);
   outbox.start();
   closers.push(() => outbox.stop());
-  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
+  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort, (line) => logger.info(`agents | ${line}`)) : null;
   if (host) closers.push(host.close);
 
   const { app, close: closeApp } = createGatewayApp({
