@@ -2,14 +2,12 @@
  * The `holon` command line (commander). Servers print their URL, log one line per request at
  * `HOLON_LOG_LEVEL` (default info) and stop cleanly on SIGINT or SIGTERM; a server that cannot
  * start (a port in use, a locked data directory, a bad `DATABASE_URL`) says so in one line on
- * stderr and exits 1. The client commands live in `./cli/client-commands.ts`.
+ * stderr and exits 1. The client commands live in `./cli/client-commands.ts`; the servers'
+ * modules are imported only by the command that runs them, so a client command starts quickly.
  */
 import { Command } from 'commander';
 import pino, { type Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
-import { checkDatabaseUrl, targetFromEnv } from './db/index.ts';
-import { startClearingServer } from './clearing/server.ts';
-import { startGateway } from './gateway/server.ts';
 import { addClientCommands } from './cli/client-commands.ts';
 import { assertPortFree, httpUrl } from './cli/preflight.ts';
 
@@ -33,6 +31,7 @@ function closeOnSignal(close: () => Promise<void>): void {
  */
 async function starting<T>(what: string, port: number, start: () => Promise<T>): Promise<T> {
   try {
+    const { checkDatabaseUrl } = await import('./db/index.ts');
     if (process.env.DATABASE_URL) checkDatabaseUrl(process.env.DATABASE_URL);
     await assertPortFree(port);
     return await start();
@@ -75,6 +74,7 @@ program
     const port = portOf(opts.port);
     const running = await starting('the gateway', port, async () => {
       const clearing_url = opts.clearingUrl === undefined ? undefined : httpUrl(opts.clearingUrl, '--clearing-url');
+      const { startGateway } = await import('./gateway/server.ts');
       return startGateway({ port, db: opts.db, clearing_url, logger: serverLogger() });
     });
     process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''}; reference: ${running.url}/docs)\n`);
@@ -92,7 +92,10 @@ clearing
   .option('--db <dir>', 'PGlite data directory (ignored when DATABASE_URL is set)', '.holon/binding')
   .action(async (opts: { port: string; db: string }) => {
     const port = portOf(opts.port);
-    const running = await starting('the clearing binding', port, () => startClearingServer({ target: targetFromEnv(opts.db), port, logger: serverLogger() }));
+    const running = await starting('the clearing binding', port, async () => {
+      const [{ targetFromEnv }, { startClearingServer }] = await Promise.all([import('./db/index.ts'), import('./clearing/server.ts')]);
+      return startClearingServer({ target: targetFromEnv(opts.db), port, logger: serverLogger() });
+    });
     process.stdout.write(`holon clearing binding listening on ${running.url}\n`);
     closeOnSignal(running.close);
   });
