@@ -8,6 +8,8 @@ import { createClient, createConfig, type Client } from '../../generated/clearin
 import { clientConfig, toHolonError, type ClientOptions } from './errors.js';
 
 export * from '../../generated/clearing/client/index.js';
+/** The generated default client (base URL from the document's `servers`); `createClearingClient` is the configured one. */
+export { client } from '../../generated/clearing/client/client.gen.js';
 export { HolonError, HolonUnreachable, type ClientOptions, type HolonErrorBody } from './errors.js';
 
 /** A generated clearing client for the binding at `options.baseUrl`, throwing on any non-2xx answer. Throws a `TypeError` for a URL without an http(s) scheme. */

@@ -18,6 +18,8 @@ import type {
 import { clientConfig, toHolonError, type ClientOptions } from './errors.js';
 
 export * from '../../generated/gateway/client/index.js';
+/** The generated default client (base URL from the document's `servers`); `createHolonClient` is the configured one. */
+export { client } from '../../generated/gateway/client/client.gen.js';
 export { createClient, createConfig, type Client } from '../../generated/gateway/client/client/index.js';
 export { HolonError, HolonUnreachable, type ClientOptions, type HolonErrorBody } from './errors.js';
 
