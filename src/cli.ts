@@ -1,15 +1,15 @@
 /**
- * The `holon` command line (commander). Servers print their URL and stop cleanly on SIGINT or
- * SIGTERM; client commands talk to a running gateway through the generated `/v0` client and
- * print JSON.
+ * The `holon` command line (commander). Servers print their URL, log one line per request at
+ * `HOLON_LOG_LEVEL` (default info) and stop cleanly on SIGINT or SIGTERM; a server that cannot
+ * start (a port in use, a locked data directory, a bad `DATABASE_URL`) says so in one line on
+ * stderr and exits 1. The client commands live in `./cli/client-commands.ts`; the servers'
+ * modules are imported only by the command that runs them, so a client command starts quickly.
  */
-import { readFile } from 'node:fs/promises';
-import { Command, InvalidArgumentError } from 'commander';
-import { createClient } from '../generated/gateway/client/client/index.ts';
-import * as gatewayApi from '../generated/gateway/client/sdk.gen.ts';
-import { targetFromEnv } from './db/index.ts';
-import { startClearingServer } from './clearing/server.ts';
-import { parsePort, startGateway } from './gateway/server.ts';
+import { Command } from 'commander';
+import pino, { type Logger } from 'pino';
+import packageJson from '../package.json' with { type: 'json' };
+import { addClientCommands } from './cli/client-commands.ts';
+import { assertPortFree, httpUrl } from './cli/preflight.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
 function closeOnSignal(close: () => Promise<void>): void {
@@ -25,63 +25,44 @@ function closeOnSignal(close: () => Promise<void>): void {
   process.once('SIGTERM', () => void stop('SIGTERM'));
 }
 
-/** Runs a server's start; a failure (a locked data directory, a port in use) is one line on stderr and exit code 1, not a stack trace. */
-async function starting<T>(what: string, start: () => Promise<T>): Promise<T> {
+/**
+ * Runs a server's start after its checks (the port is free, `DATABASE_URL` is a PostgreSQL URL);
+ * any failure is one line on stderr and exit code 1, not a stack trace.
+ */
+async function starting<T>(what: string, port: number, start: () => Promise<T>): Promise<T> {
   try {
+    const { checkDatabaseUrl } = await import('./db/index.ts');
+    if (process.env.DATABASE_URL) checkDatabaseUrl(process.env.DATABASE_URL);
+    await assertPortFree(port);
     return await start();
   } catch (error) {
-    process.stderr.write(`holon: could not start ${what}: ${(error as Error).message}\n`);
+    process.stderr.write(`holon: could not start ${what}: ${(error as Error).message.split('\n')[0]}\n`);
     process.exit(1);
   }
 }
 
-/** Prints a client answer as JSON; a non-2xx answer also sets exit code 1. */
-function print(result: { data?: unknown; error?: unknown; response?: Response }): void {
-  const body = result.data ?? result.error;
-  process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
-  const approval = (body as { approval?: { id?: string } } | undefined)?.approval?.id;
-  if (result.response?.status === 202 && approval) {
-    process.stderr.write(`held for approval ${approval}: POST /v0/approvals/${approval} with {} to run it, or {"decision":"reject"}\n`);
-  }
-  if (!result.response || result.response.status >= 300) process.exitCode = 1;
-}
-
-/** Parses `--input`: JSON text. Exits 2 with a clear message otherwise. */
-function parseInput(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    process.stderr.write(`--input must be JSON: ${(error as Error).message}\n`);
+/** The servers' logger: JSON lines on stdout at `HOLON_LOG_LEVEL` (default `info`); an unknown level exits 2 naming the levels. */
+function serverLogger(): Logger {
+  const level = process.env.HOLON_LOG_LEVEL ?? 'info';
+  const levels = Object.keys(pino.levels.values).concat('silent');
+  if (!levels.includes(level)) {
+    process.stderr.write(`holon: HOLON_LOG_LEVEL=${level} is not a level: use one of ${levels.join(', ')}\n`);
     process.exit(2);
   }
+  return pino({ level });
 }
 
-/** Sets `input[field]` to the text of each `field=path` file. Exits 2 when a file cannot be read or the input is not an object. */
-async function withFiles(input: unknown, files: string[]): Promise<unknown> {
-  if (files.length === 0) return input;
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    process.stderr.write('--file needs --input to be a JSON object\n');
+/** A port option's value (`--port`, `--agents-port`): a whole number from 0 to 65535; exits 2 otherwise. */
+function portOf(text: string, option = '--port'): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    process.stderr.write(`holon: ${option} ${text}: give a whole number from 0 to 65535\n`);
     process.exit(2);
   }
-  const result = { ...(input as Record<string, unknown>) };
-  for (const spec of files) {
-    const at = spec.indexOf('=');
-    if (at < 1) {
-      process.stderr.write(`--file ${spec}: write it as field=path\n`);
-      process.exit(2);
-    }
-    try {
-      result[spec.slice(0, at)] = await readFile(spec.slice(at + 1), 'utf8');
-    } catch (error) {
-      process.stderr.write(`--file ${spec}: ${(error as Error).message}\n`);
-      process.exit(2);
-    }
-  }
-  return result;
+  return port;
 }
 
-const program = new Command('holon').description('Holon: the gateway for calls between AI agents, and its clearing seam');
-const gatewayOption = ['--gateway <url>', 'the gateway', process.env.HOLON_GATEWAY_URL ?? 'http://127.0.0.1:4000'] as const;
+const program = new Command('holon').description('Holon: the gateway for calls between AI agents, and its clearing seam').version(packageJson.version, '-V, --version', 'print the version');
 
 program
   .command('serve')
@@ -91,64 +72,35 @@ program
   .option('--clearing-url <url>', 'use this clearing binding instead of the reference one')
   .option('--host <address>', 'the address to listen on; off loopback, peers of the network are served', '127.0.0.1')
   .option('--allowed-hosts <names>', 'comma-separated public names (host[:port] or URL) the gateway also answers to (default: HOLON_ALLOWED_HOSTS)')
-  .option('--agents-port <port>', 'the port of agents/host.mjs, which the shipped MCP agents follow (default: HOLON_AGENTS_PORT, else 4300)', (text: string) => {
-    try {
-      return parsePort(text, '--agents-port');
-    } catch (error) {
-      throw new InvalidArgumentError((error as Error).message);
-    }
-  })
-  .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: number }) => {
+  .option('--agents-port <port>', 'the port of agents/host.mjs, which the shipped MCP agents follow (default: HOLON_AGENTS_PORT, else 4300)')
+  .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: string }) => {
+    const port = portOf(opts.port);
+    const agents_host_port = opts.agentsPort === undefined ? undefined : portOf(opts.agentsPort, '--agents-port');
     const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
-    const running = await starting('the gateway', () =>
-      startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl, host: opts.host, allowed_hosts, agents_host_port: opts.agentsPort }),
-    );
-    process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''})\n`);
+    const running = await starting('the gateway', port, async () => {
+      const clearing_url = opts.clearingUrl === undefined ? undefined : httpUrl(opts.clearingUrl, '--clearing-url');
+      const { startGateway } = await import('./gateway/server.ts');
+      return startGateway({ port, db: opts.db, clearing_url, host: opts.host, allowed_hosts, agents_host_port, logger: serverLogger() });
+    });
+    process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''}; reference: ${running.url}/docs)\n`);
     closeOnSignal(running.close);
   });
 
-program
-  .command('call [agent]')
-  .description('call an agent (ns/name[@range]) or a capability through the gateway')
-  .option('--capability <class>', 'call the best implementer of a capability instead of a named agent')
-  .option('--mandate <id>', 'the mandate to call under', 'dev/sandbox')
-  .option('--input <json>', 'the input, as JSON', '{}')
-  .option('--file <field=path...>', "put a text file's content into a field of the input, e.g. --file csv=people.csv")
-  .option('--max-cost <amount>', "a ceiling in the mandate's currency, e.g. 0.20")
-  .option(...gatewayOption)
-  .action(async (agent: string | undefined, opts: { capability?: string; mandate: string; input: string; file?: string[]; maxCost?: string; gateway: string }) => {
-    if ((agent === undefined) === (opts.capability === undefined)) {
-      process.stderr.write('name exactly one of an agent and --capability\n');
-      process.exit(2);
-    }
-    const client = createClient({ baseUrl: opts.gateway });
-    const body = {
-      mandate: opts.mandate,
-      input: await withFiles(parseInput(opts.input), opts.file ?? []),
-      ...(agent === undefined ? { capability: opts.capability } : { agent }),
-      ...(opts.maxCost === undefined ? {} : { max_cost: opts.maxCost }),
-    };
-    print(await gatewayApi.call({ client, body }));
-  });
-
-program
-  .command('receipts [id]')
-  .description('receipt trees, newest first, or one receipt tree')
-  .option('--mandate <id>', 'only under this mandate')
-  .option(...gatewayOption)
-  .action(async (id: string | undefined, opts: { mandate?: string; gateway: string }) => {
-    const client = createClient({ baseUrl: opts.gateway });
-    print(id ? await gatewayApi.readReceipt({ client, path: { id } }) : await gatewayApi.listReceipts({ client, query: { mandate: opts.mandate } }));
-  });
+addClientCommands(program);
 
 const clearing = program.command('clearing').description('the clearing seam');
 clearing
   .command('serve')
   .description('run the reference clearing binding on 127.0.0.1')
   .option('--port <port>', 'TCP port', '4100')
-  .option('--db <dir>', 'PGlite data directory (ignored when DATABASE_URL is set)', '.holon/clearing')
+  // Not `.holon/clearing`: that is where a running `holon serve` keeps its own binding's data.
+  .option('--db <dir>', 'PGlite data directory (ignored when DATABASE_URL is set)', '.holon/binding')
   .action(async (opts: { port: string; db: string }) => {
-    const running = await starting('the clearing binding', () => startClearingServer({ target: targetFromEnv(opts.db), port: Number(opts.port) }));
+    const port = portOf(opts.port);
+    const running = await starting('the clearing binding', port, async () => {
+      const [{ targetFromEnv }, { startClearingServer }] = await Promise.all([import('./db/index.ts'), import('./clearing/server.ts')]);
+      return startClearingServer({ target: targetFromEnv(opts.db), port, logger: serverLogger() });
+    });
     process.stdout.write(`holon clearing binding listening on ${running.url}\n`);
     closeOnSignal(running.close);
   });

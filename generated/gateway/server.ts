@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { operations } from './types.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "read-agent" | "call" | "list-approvals" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements";
+export type OperationId = "health" | "search-agents" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -95,6 +95,38 @@ export const operationTable: readonly Operation[] = [
     "koaPath": "/v0/approvals",
     "params": null,
     "query": null,
+    "body": null
+  },
+  {
+    "operationId": "read-approval",
+    "method": "get",
+    "path": "/v0/approvals/{id}",
+    "koaPath": "/v0/approvals/:id",
+    "params": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "type": "string"
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "query": {
+      "type": "object",
+      "properties": {
+        "wait_s": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 60,
+          "default": 0
+        }
+      },
+      "required": [],
+      "additionalProperties": true
+    },
     "body": null
   },
   {
@@ -1301,6 +1333,29 @@ export const schemaDocument = {
             "enum": [
               "approve",
               "reject"
+            ]
+          }
+        }
+      },
+      "ApprovalState": {
+        "type": "object",
+        "description": "An approval and, once its approved call has run in this gateway process (kept in memory for 10 minutes), that call's answer.",
+        "required": [
+          "approval"
+        ],
+        "properties": {
+          "approval": {
+            "$ref": "#/components/schemas/Approval"
+          },
+          "result": {
+            "description": "The approved call's answer, as its approver received it.",
+            "oneOf": [
+              {
+                "$ref": "#/components/schemas/CallSucceeded"
+              },
+              {
+                "$ref": "#/components/schemas/CallRefused"
+              }
             ]
           }
         }

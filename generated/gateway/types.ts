@@ -107,7 +107,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * One approval, waiting for its decision when asked (gateway §5)
+         * @description The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent.
+         */
+        get: operations["read-approval"];
         put?: never;
         /**
          * Approve and run, or reject (gateway §5)
@@ -569,6 +573,12 @@ export interface components {
             /** @enum {string} */
             decision?: "approve" | "reject";
         };
+        /** @description An approval and, once its approved call has run in this gateway process (kept in memory for 10 minutes), that call's answer. */
+        ApprovalState: {
+            approval: components["schemas"]["Approval"];
+            /** @description The approved call's answer, as its approver received it. */
+            result?: components["schemas"]["CallSucceeded"] | components["schemas"]["CallRefused"];
+        };
         /** @description The approval was rejected; its input is deleted. */
         ApprovalRejected: {
             approval: components["schemas"]["Approval"];
@@ -860,6 +870,42 @@ export interface operations {
                     "application/json": {
                         approvals: components["schemas"]["Approval"][];
                     };
+                };
+            };
+        };
+    };
+    "read-approval": {
+        parameters: {
+            query?: {
+                /** @description Seconds to wait for a decision (at most 60); 0 answers at once. */
+                wait_s?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The approval id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The approval, and the approved call's answer when it has run. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalState"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description A malformed `wait_s`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

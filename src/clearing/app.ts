@@ -1,12 +1,15 @@
 /**
  * The reference binding as a Koa app: the §7 error body around everything, `/healthz` outside
- * the §3 loopback gate, then the generated operation table with this binding's handlers.
+ * the §3 loopback gate, the contract's document at `/openapi.json`, then the generated operation
+ * table with this binding's handlers.
  */
 import Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationId, type OperationRequest } from '../../generated/clearing/server.ts';
+import clearingDocument from '../../generated/clearing/openapi.json' with { type: 'json' };
 import { MAX_AMOUNT_MICROS } from '../contracts/money.ts';
+import { servedDocuments } from '../http/docs.ts';
 import { loopbackGate } from '../http/access.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
@@ -72,6 +75,7 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   const app = new Koa();
   app.use(errorBodies('an unexpected failure inside the binding; nothing was changed', (error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
   app.use(loopbackGate(['/healthz']));
+  app.use(servedDocuments(clearingDocument));
   mountOperations(app, { table: operationTable, schemaDocument, handlers });
   return app;
 }

@@ -1,6 +1,7 @@
 /**
  * `npm run generate`: turns each OpenAPI document in `openapi/` into `generated/<name>/`:
- * `types.ts` (openapi-typescript), `client/` (a typed fetch client, @hey-api/openapi-ts) and
+ * `openapi.json` (the document with its schema files bundled in, as the servers serve it at
+ * `GET /openapi.json`), `types.ts` (openapi-typescript), `client/` (a typed fetch client, @hey-api/openapi-ts) and
  * `server.ts` (the operation table a Koa router mounts, see `./server-stub.ts`).
  * Deterministic: running it twice writes the same bytes, so CI can diff `generated/`.
  */
@@ -28,6 +29,8 @@ async function generate(name: string): Promise<void> {
   await mkdir(out, { recursive: true });
 
   const document = await bundleSchemas(YAML.parse(await readFile(source, 'utf8')), path.dirname(source));
+
+  await writeFile(path.join(out, 'openapi.json'), `${JSON.stringify(document, null, 2)}\n`);
 
   const ast = await openapiTS(document as Parameters<typeof openapiTS>[0]);
   await writeFile(path.join(out, 'types.ts'), banner(`${name}.yaml`) + astToString(ast));

@@ -33,10 +33,36 @@ function parseInt8(text: string): number {
 }
 pg.types.setTypeParser(pg.types.builtins.INT8, parseInt8);
 
-/** The target named by the environment: `DATABASE_URL` when set, else the PGlite directory `dir`. */
+/**
+ * Checks a PostgreSQL URL: only `postgres://` and `postgresql://` are accepted. Throws an Error
+ * whose one-line message names the variable and shows the URL without its password.
+ */
+export function checkDatabaseUrl(url: string, name = 'DATABASE_URL'): string {
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // Not a URL at all: shown as is below, never parsed further.
+  }
+  if (parsed && (parsed.protocol === 'postgres:' || parsed.protocol === 'postgresql:') && parsed.hostname) return url;
+  if (parsed?.password) parsed.password = '***';
+  const shown = parsed ? parsed.toString() : url.slice(0, 200);
+  throw new Error(`${name} must be a postgres:// or postgresql:// URL with a host, e.g. postgres://holon@127.0.0.1:5432/holon; got ${JSON.stringify(shown)}`);
+}
+
+/**
+ * knex's warnings, less its "Acquire connection error" (a stack trace on stderr): that error
+ * also reaches the caller, which reports it in one line (a bad `DATABASE_URL`, a server down).
+ */
+function quietAcquireErrors(message: unknown): void {
+  if (typeof message === 'string' && message.startsWith('Acquire connection error')) return;
+  console.warn(message);
+}
+
+/** The target named by the environment: `DATABASE_URL` when set (checked by `checkDatabaseUrl`), else the PGlite directory `dir`. */
 export function targetFromEnv(dir: string): DatabaseTarget {
   const url = process.env.DATABASE_URL;
-  return url ? { url } : { dir };
+  return url ? { url: checkDatabaseUrl(url) } : { dir };
 }
 
 /**
@@ -48,7 +74,7 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
   let release: (() => Promise<void>) | null = null;
   let db: Knex;
   if ('url' in target) {
-    db = knex({ client: 'pg', connection: target.url, pool: { min: 0, max: options.poolMax ?? 10 } });
+    db = knex({ client: 'pg', connection: target.url, pool: { min: 0, max: options.poolMax ?? 10 }, log: { warn: quietAcquireErrors } });
   } else {
     let connection: object = {};
     if ('dir' in target) {
@@ -64,7 +90,7 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
           onCompromised: (error) => process.emitWarning(`PGlite directory lock compromised: ${error.message}`),
         });
       } catch (error) {
-        throw new Error(`the database directory ${dir} is already being used by another process (${(error as Error).message})`);
+        throw new Error(`the database directory ${dir} is already being used by another process (${(error as Error).message}): stop that process, or pass --db with another directory`);
       }
       connection = { filename: dir };
     }

@@ -11,6 +11,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 
 /** A running host: its `/mcp` URL and how to stop it. */
 export interface AgentsHost {
@@ -24,11 +25,15 @@ const START_TIMEOUT_MS = 20_000;
 /**
  * Runs `node <script> --port <port>` and resolves once it prints its URL. Throws when it exits
  * first (e.g. the port is taken) or stays silent past the start timeout, with what it printed.
+ * Every line the host prints, on stdout or stderr, is passed to `onLine` (default: dropped).
  */
-export async function startAgentsHost(script: string, port: number): Promise<AgentsHost> {
+export async function startAgentsHost(script: string, port: number, onLine: (line: string) => void = () => {}): Promise<AgentsHost> {
   const child: ChildProcess = spawn(process.execPath, [script, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: process.env });
   // The channel exists to close when this process dies; it must not keep this process alive.
   child.channel?.unref();
+  for (const stream of [child.stdout!, child.stderr!]) {
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', onLine);
+  }
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${script} did not start within ${START_TIMEOUT_MS} ms: ${output}`)), START_TIMEOUT_MS);
@@ -37,6 +42,8 @@ export async function startAgentsHost(script: string, port: number): Promise<Age
       const found = /holon agents host: (\S+)/.exec(output);
       if (found) {
         clearTimeout(timer);
+        child.stdout!.off('data', read);
+        child.stderr!.off('data', read);
         resolve(found[1]);
       }
     };

@@ -1,18 +1,23 @@
 /**
  * The gateway's `/v0` API (gateway §5) as a Koa app: the generated operation table of
- * `openapi/gateway.yaml`, with these handlers, and the MCP server at `/mcp`, both behind the
- * DNS-rebinding gate (`src/http/host-gate.ts`). Errors are `{error, code}` bodies.
+ * `openapi/gateway.yaml`, with these handlers, the MCP server at `/mcp`, and the document itself
+ * at `/openapi.json` with its reference page at `/docs`, all behind the DNS-rebinding gate
+ * (`src/http/host-gate.ts`). Errors are `{error, code}` bodies.
  */
 import Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
+import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
 import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
+import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
+import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware } from '../mcp/server.ts';
-import { approvalView, pendingApprovals } from './approvals.ts';
+import { ApprovalAnswers } from './approval-answers.ts';
+import { approvalView, pendingApprovals, readApproval } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clearing.ts';
 import { closeExpiredApprovals, decideApproval } from './decisions.ts';
@@ -51,6 +56,7 @@ async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, cu
 /** Builds the gateway's Koa app; `close()` ends its MCP sessions. */
 export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(): Promise<void> } {
   const { db, gateway, registry, clearing, currency } = options;
+  const answers = new ApprovalAnswers();
 
   const handlers: Record<string, MountedHandler> = {
     health: async () => ({ ok: true }),
@@ -69,7 +75,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       } catch (error) {
         throw new HttpError(422, 'invalid_request', (error as Error).message);
       }
-      if (!listed) throw new HttpError(404, 'no_such_agent', `no listed agent matches ${ref}`);
+      if (!listed) throw new HttpError(404, 'no_such_agent', registry.missing(ref));
       const stats = gateway.stats.get(listed.loaded.manifest.id) ?? { runs: 0, successes: 0 };
       return {
         manifest: listed.document,
@@ -88,10 +94,27 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       return { approvals: (await pendingApprovals(db)).map((row) => approvalView(row, currency)) };
     },
 
+    'read-approval': async ({ params, query }: OperationRequest<'read-approval'>) => {
+      await closeExpiredApprovals(db);
+      const deadline_ms = Date.now() + (query.wait_s ?? 0) * 1000;
+      for (;;) {
+        const row = await readApproval(db, params.id);
+        if (!row) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
+        const result = answers.get(row.id);
+        // An approved call counts as decided for the waiter once it has run and its answer is published.
+        const waiting = row.status === 'pending' || (row.status === 'approved' && !result);
+        if (!waiting || Date.now() >= deadline_ms) {
+          return { approval: approvalView(row, currency), ...(result && row.status === 'approved' ? { result: result.body } : {}) };
+        }
+        await answers.wait(row.id, deadline_ms - Date.now());
+      }
+    },
+
     'decide-approval': async ({ params, body }: OperationRequest<'decide-approval'>, ctx) => {
       const decided = await decideApproval(db, gateway, params.id, body.decision ?? 'approve');
-      if ('rejected' in decided) return { approval: approvalView(decided.rejected, currency) };
-      return answer(ctx, gateway, decided.run, currency);
+      const reply = 'rejected' in decided ? { approval: approvalView(decided.rejected, currency) } : await answer(ctx, gateway, decided.run, currency);
+      answers.publish(params.id, reply);
+      return reply;
     },
 
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => ({
@@ -131,8 +154,10 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
   };
 
   const app = new Koa();
+  app.use(requestLog(options.logger));
   app.use(errorBodies('an unexpected failure inside the gateway; the details are in its log', (error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
   app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'] }));
+  app.use(servedDocuments(gatewayDocument, 'Holon gateway'));
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger });
   app.use(mcp);
   mountOperations(app, { table: operationTable, schemaDocument, handlers });

@@ -89,6 +89,12 @@ export async function pendingApprovals(db: Knex): Promise<ApprovalRow[]> {
   return (await db('gateway_approvals').where({ status: 'pending' }).orderBy('created_at', 'desc')).map(rowOf);
 }
 
+/** Reads one approval in any state, or null. */
+export async function readApproval(db: Knex, id: string): Promise<ApprovalRow | null> {
+  const row = await db('gateway_approvals').where({ id }).first();
+  return row ? rowOf(row) : null;
+}
+
 /** Locks and reads one approval inside a transaction, or null. */
 export async function lockApproval(trx: Knex.Transaction, id: string): Promise<ApprovalRow | null> {
   const row = await trx('gateway_approvals').where({ id }).forUpdate().first();

@@ -209,7 +209,7 @@ export class Gateway {
       } catch (error) {
         throw new Stop('rejected_input', 422, 'invalid_request', (error as Error).message);
       }
-      if (!listed) throw new Stop('denied', 404, 'no_such_agent', `no listed agent matches ${call.request.agent}`);
+      if (!listed) throw new Stop('denied', 404, 'no_such_agent', registry.missing(call.request.agent));
       call.agent = listed;
     } else {
       call.agent = this.bestImplementer(call, call.request.capability!);

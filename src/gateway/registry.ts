@@ -64,6 +64,17 @@ export class Registry {
     return version === null ? null : this.get(id, version)!;
   }
 
+  /**
+   * Why `ref` resolves to nothing, for a 404 `no_such_agent`: no agent of that id, or the
+   * versions that exist when the range matches none of them (gateway §1 "Resolve").
+   */
+  missing(ref: string): string {
+    const { id, range } = parseAgentRef(ref);
+    const versions = this.versionsOf(id);
+    if (versions.length === 0) return `no listed agent matches ${ref}`;
+    return `no listed version of ${id} matches ${range}: the versions listed are ${versions.join(', ')}`;
+  }
+
   /** The highest listed version of every agent, in id order. */
   latest(): ListedAgent[] {
     return [...this.versions.keys()].sort().map((id) => this.get(id, this.versionsOf(id)[0])!);

@@ -222,7 +222,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const db = database.knex;
 
   // The host first: the shipped MCP agents are listed at its URL, whatever port it got.
-  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
+  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort, (line) => logger.info(`agents | ${line}`)) : null;
   if (host) closers.push(host.close);
   await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents(), host ? new Map([['agents', host.url]]) : new Map());
   const registry = await Registry.fromDatabase(db);

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { CallData, CallErrors, CallResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, HealthData, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsResponses, ListReceiptsData, ListReceiptsResponses, ListSettlementsData, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses } from './types.gen.js';
+import type { CallData, CallErrors, CallResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, HealthData, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsResponses, ListReceiptsData, ListReceiptsResponses, ListSettlementsData, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -59,6 +59,13 @@ export const call = <ThrowOnError extends boolean = false>(options: Options<Call
  * Every approval still waiting for a decision, newest first. Pending approvals expire after 7 days and forget their input.
  */
 export const listApprovals = <ThrowOnError extends boolean = false>(options?: Options<ListApprovalsData, ThrowOnError>) => (options?.client ?? client).get<ListApprovalsResponses, unknown, ThrowOnError>({ url: '/v0/approvals', ...options });
+
+/**
+ * One approval, waiting for its decision when asked (gateway §5)
+ *
+ * The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent.
+ */
+export const readApproval = <ThrowOnError extends boolean = false>(options: Options<ReadApprovalData, ThrowOnError>) => (options.client ?? client).get<ReadApprovalResponses, ReadApprovalErrors, ThrowOnError>({ url: '/v0/approvals/{id}', ...options });
 
 /**
  * Approve and run, or reject (gateway §5)

@@ -461,6 +461,17 @@ export type ApprovalDecision = {
 };
 
 /**
+ * An approval and, once its approved call has run in this gateway process (kept in memory for 10 minutes), that call's answer.
+ */
+export type ApprovalState = {
+    approval: Approval;
+    /**
+     * The approved call's answer, as its approver received it.
+     */
+    result?: CallSucceeded | CallRefused;
+};
+
+/**
  * The approval was rejected; its input is deleted.
  */
 export type ApprovalRejected = {
@@ -768,6 +779,45 @@ export type ListApprovalsResponses = {
 };
 
 export type ListApprovalsResponse = ListApprovalsResponses[keyof ListApprovalsResponses];
+
+export type ReadApprovalData = {
+    body?: never;
+    path: {
+        /**
+         * The approval id.
+         */
+        id: string;
+    };
+    query?: {
+        /**
+         * Seconds to wait for a decision (at most 60); 0 answers at once.
+         */
+        wait_s?: number;
+    };
+    url: '/v0/approvals/{id}';
+};
+
+export type ReadApprovalErrors = {
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * A malformed `wait_s`.
+     */
+    422: ErrorBody;
+};
+
+export type ReadApprovalError = ReadApprovalErrors[keyof ReadApprovalErrors];
+
+export type ReadApprovalResponses = {
+    /**
+     * The approval, and the approved call's answer when it has run.
+     */
+    200: ApprovalState;
+};
+
+export type ReadApprovalResponse = ReadApprovalResponses[keyof ReadApprovalResponses];
 
 export type DecideApprovalData = {
     body: ApprovalDecision;

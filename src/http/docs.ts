@@ -1,0 +1,89 @@
+/**
+ * The OpenAPI documents served (issue 13 §3): `GET /openapi.json` answers the bundled document
+ * (`generated/<name>/openapi.json`, the one the clients are generated from), and `GET /docs` a
+ * reference page rendered in the browser by Redoc's standalone bundle, served from this process
+ * (`/docs/redoc.standalone.js`, installed from npm with the `redoc` package). The page asks for
+ * nothing outside its own origin: no fonts (the theme names system fonts), no scripts, no
+ * styles; its Content-Security-Policy forbids any other origin, so the one absolute URL in the
+ * bundle (Redocly's footer logo) is never fetched.
+ */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import type { Middleware } from 'koa';
+
+/** The policy of every `/docs` answer: same origin only. Styles may be inline because Redoc's styled-components inject `<style>` elements; the search index runs in a `blob:` worker. */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const REDOC_BUNDLE = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+
+/** The page: an empty container, Redoc, and the script that renders `/openapi.json` into it. */
+function page(title: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title.replace(/[<>&"]/g, '')} reference</title>
+<link rel="stylesheet" href="/docs/docs.css">
+</head>
+<body>
+<div id="reference"></div>
+<script src="/docs/redoc.standalone.js"></script>
+<script src="/docs/init.js"></script>
+</body>
+</html>
+`;
+}
+
+const SYSTEM_FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif';
+
+/** Renders the document with system fonts; an inline script would need `'unsafe-inline'`, hence a file. */
+const INIT = `Redoc.init('/openapi.json', ${JSON.stringify({
+  hideDownloadButton: false,
+  theme: { typography: { fontFamily: SYSTEM_FONTS, headings: { fontFamily: SYSTEM_FONTS }, code: { fontFamily: 'ui-monospace, Menlo, Consolas, monospace' } } },
+})}, document.getElementById('reference'));\n`;
+
+/** Hides Redocly's footer link, whose logo the policy blocks anyway. */
+const CSS = 'body { margin: 0; }\na[href^="https://redocly.com"] { display: none; }\n';
+
+/**
+ * Koa middleware answering `GET /openapi.json` with `document`, and, when `title` is given,
+ * `GET /docs` with the reference page and its three same-origin assets. Other requests pass on.
+ */
+export function servedDocuments(document: object, title?: string): Middleware {
+  const json = JSON.stringify(document);
+  let bundle: Promise<Buffer> | null = null;
+  const assets: Record<string, { type: string; body: () => Promise<string | Buffer> }> = {
+    '/docs': { type: 'text/html; charset=utf-8', body: async () => page(title ?? '') },
+    '/docs/init.js': { type: 'text/javascript; charset=utf-8', body: async () => INIT },
+    '/docs/docs.css': { type: 'text/css; charset=utf-8', body: async () => CSS },
+    // Read once, on the first request: 1.1 MB that most runs never need.
+    '/docs/redoc.standalone.js': { type: 'text/javascript; charset=utf-8', body: () => (bundle ??= readFile(REDOC_BUNDLE)) },
+  };
+  return async (ctx, next) => {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
+    if (ctx.path === '/openapi.json') {
+      ctx.type = 'application/json';
+      ctx.body = json;
+      return;
+    }
+    const asset = title === undefined ? undefined : assets[ctx.path === '/docs/' ? '/docs' : ctx.path];
+    if (!asset) return next();
+    ctx.set('Content-Security-Policy', DOCS_CSP);
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.type = asset.type;
+    ctx.body = await asset.body();
+  };
+}

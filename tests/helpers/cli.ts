@@ -1,0 +1,47 @@
+/**
+ * Runs the `holon` command line as a user does (`node src/bin.mjs ...`) and collects what it
+ * printed and its exit code.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The `holon` executable. */
+export const BIN = path.join(ROOT, 'src', 'bin.mjs');
+
+/** What a finished command printed, and its exit code. */
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `holon ...args` in `cwd` (default: the repository) with `env` added to the environment. */
+export function holon(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A port on 127.0.0.1 that nothing listens on (taken, then released). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** The top-level JSON documents of a command's stdout (each printed indented, starting at a line's `{`). */
+export function jsonDocuments(stdout: string): unknown[] {
+  return stdout.split(/^(?=\{)/m).filter((part) => part.trim()).map((part) => JSON.parse(part));
+}
