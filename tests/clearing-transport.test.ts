@@ -331,13 +331,13 @@ test('§3 invariant 7: an integer JSON cannot carry exactly is refused at the de
     const res = await binding.http.post(paths[i]).set('content-type', 'application/json').send(body);
     assert.equal(refused(res, 422, 'invalid_request'), `invalid request: ${field} must be at most 9007199254740991 in magnitude, the largest integer carried exactly`);
   }
-  // The declared max_amount itself is accepted and carried exactly.
+  // An amount that fits JSON exactly but would carry a balance past the bound is refused and changes nothing (issue 8 item 1.6).
   const txnId = unique('max');
   const settled = await binding.http.post('/internal/ledger/charge').send({ txnId, caller, owner, rate: Number.MAX_SAFE_INTEGER, retail: Number.MAX_SAFE_INTEGER });
-  assert.equal(settled.status, 200);
-  assert.equal((await binding.http.get(`/internal/ledger/balance/${caller}`)).body.balance, -9_007_199_254_740_991);
-  assert.equal((await binding.http.get(`/internal/ledger/balance/${owner}`)).body.balance, 9_007_199_254_740_991);
-  assert.equal((await binding.http.get(`/internal/ledger/settlement/${txnId}`)).body.amount, 9_007_199_254_740_991);
+  refused(settled, 422, 'invalid_request');
+  assert.equal((await binding.http.get(`/internal/ledger/balance/${caller}`)).body.balance, 0);
+  assert.equal((await binding.http.get(`/internal/ledger/balance/${owner}`)).body.balance, 0);
+  assert.equal((await binding.http.get(`/internal/ledger/settlement/${txnId}`)).body.state, 'unknown');
 });
 
 test('§3 path parameters are percent-encoded: accounts, transaction ids and agent keys with reserved characters', async () => {

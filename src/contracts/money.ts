@@ -17,6 +17,15 @@ export type RateNanos = bigint;
 /** Micro-units in one unit of a currency. */
 export const MICROS_PER_UNIT = 1_000_000;
 
+/** The largest single amount on the wire, in micro-units: 10^15 − 1 (issue 8 item 1.6; decided with engineer `limits`). */
+export const MAX_AMOUNT_MICROS = 999_999_999_999_999;
+
+/**
+ * The largest absolute balance of any account, machinery accounts included, in micro-units:
+ * 3 × 10^15. One balance plus one reserved figure plus two amounts stays below 2^53 − 1.
+ */
+export const MAX_BALANCE_MICROS = 3_000_000_000_000_000;
+
 /** Decimal places of a money string: one micro-unit. */
 const MONEY_DECIMALS = 6;
 /** Decimal places of an exchange rate in `budget.fx`. */
