@@ -84,6 +84,8 @@ export class WritePath {
   private forming: Waiting[] = [];
   private timer: NodeJS.Timeout | null = null;
   private pending = 0;
+  /** Statements sent and operations carried by them since the start (what group commit saved: operations − batches). */
+  readonly stats = { batches: 0, operations: 0 };
 
   constructor(
     private readonly db: Knex,
@@ -115,7 +117,14 @@ export class WritePath {
 
   /** One operation as its own batch. */
   private async alone(op: LedgerOp): Promise<OpOutcome> {
-    return (await applyBatch(this.db, [op]))[0];
+    return (await this.count([op]))[0];
+  }
+
+  /** `applyBatch`, counted in `stats`. */
+  private count(ops: LedgerOp[]): Promise<OpOutcome[]> {
+    this.stats.batches++;
+    this.stats.operations += ops.length;
+    return applyBatch(this.db, ops);
   }
 
   /** Adds `op` to the forming batch; sends the batch when it is full or its window closes. */
@@ -134,10 +143,7 @@ export class WritePath {
     const batch = this.forming;
     this.forming = [];
     if (batch.length === 0) return;
-    applyBatch(
-      this.db,
-      batch.map((w) => w.op),
-    ).then(
+    this.count(batch.map((w) => w.op)).then(
       (outcomes) => batch.forEach((w, i) => w.resolve(outcomes[i])),
       (error) => {
         if (batch.length === 1) return batch[0].reject(error);
