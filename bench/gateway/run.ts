@@ -14,7 +14,8 @@
  *
  * Environment: `BENCH_SECONDS` (10) measured and `BENCH_WARMUP_SECONDS` (1) unmeasured seconds
  * per cell, `BENCH_CLIENTS` (`1,16`), `BENCH_PORT_BASE` (4440: the agent listens on it, the
- * gateway on the next port), `BENCH_OUT` a JSON path. The last line of a run is
+ * gateway on the next port), `BENCH_CPU_PROF_DIR` a directory for a V8 CPU profile of the gateway,
+ * `BENCH_OUT` a JSON path. The last line of a run is
  * `gateway_overhead_p50_ms_1=… gateway_overhead_p99_ms_1=… gateway_overhead_p50_ms_16=… gateway_overhead_p99_ms_16=… billed_calls_per_s_16=…`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -38,9 +39,9 @@ interface Child {
   line: string;
 }
 
-/** Starts `node --import tsx <script> ...args` and resolves with its first line of output. Rejects with its stderr when it exits first. */
-function startChild(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(script, import.meta.url)), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `node [nodeArgs] --import tsx <script> ...args` and resolves with its first line of output. Rejects with its stderr when it exits first. */
+function startChild(script: string, args: string[], env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<Child> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', fileURLToPath(new URL(script, import.meta.url)), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-16_384)));
   return new Promise((resolve, reject) => {
@@ -113,7 +114,8 @@ async function main(): Promise<void> {
     await mkdir(agentDir, { recursive: true });
     await writeFile(path.join(agentDir, 'holon.yaml'), manifest(endpoint));
     await mkdir(path.join(work, 'data', 'mandates'), { recursive: true });
-    gateway = await startChild('./gateway.ts', [String(portBase + 1), path.join(work, 'agents'), path.join(work, 'data')], process.env);
+    const profileDir = process.env.BENCH_CPU_PROF_DIR;
+    gateway = await startChild('./gateway.ts', [String(portBase + 1), path.join(work, 'agents'), path.join(work, 'data')], process.env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
     const { url: gatewayUrl, mandate } = JSON.parse(gateway.line) as { url: string; mandate: string };
     const http = new JsonClient(gatewayUrl, Math.max(...clientCounts));
     const runtime = createMcpRuntime();

@@ -3,8 +3,10 @@
  * the database function `clearing_apply` (migrations/005_clearing_write_path.ts) as fixed SQL on
  * a raw driver connection from the knex pool (`raw-sql.ts`), the same text on both engines.
  *
- * Group commit: requests arriving within `window_ms` of the first one of a batch (or until
- * `batch_max` are waiting) go to the database together, as one statement and so one transaction.
+ * Group commit: while a batch is at the database, requests arriving within `window_ms` of the
+ * first one of the next batch (or until `batch_max` are waiting) go to the database together, as
+ * one statement and so one transaction; when none is, the requests of the current turn of the
+ * event loop go at once, so a lone request does not wait for a window.
  * Each request gets its own outcome: every operation runs in its own subtransaction, and the
  * batch locks all its accounts in id order first (batches never deadlock on accounts). An
  * answer is sent only after the batch committed, so a crash mid-batch loses nothing that was
@@ -82,8 +84,11 @@ interface Waiting {
 /** The write path of one binding: `apply` answers an operation's outcome or throws its refusal. */
 export class WritePath {
   private forming: Waiting[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  /** Cancels the scheduled send of the forming batch; null when none is scheduled. */
+  private scheduled: (() => void) | null = null;
   private pending = 0;
+  /** Batches sent and not yet answered. */
+  private inFlight = 0;
   /** Statements sent and operations carried by them since the start (what group commit saved: operations − batches). */
   readonly stats = { batches: 0, operations: 0 };
 
@@ -127,28 +132,47 @@ export class WritePath {
     return applyBatch(this.db, ops);
   }
 
-  /** Adds `op` to the forming batch; sends the batch when it is full or its window closes. */
+  /**
+   * Adds `op` to the forming batch. The batch is sent when it is full; else, when no batch is at
+   * the database, at the end of this turn of the event loop (a lone request waits for nothing);
+   * else when its window closes.
+   */
   private enqueue(op: LedgerOp): Promise<OpOutcome> {
     return new Promise((resolve, reject) => {
       this.forming.push({ op, resolve, reject });
       if (this.forming.length >= this.options.batch_max) this.send();
-      else if (this.timer === null) this.timer = setTimeout(() => this.send(), this.options.window_ms);
+      else if (this.scheduled === null) this.scheduled = this.inFlight === 0 ? this.soon() : this.later();
     });
+  }
+
+  /** Schedules `send` at the end of this turn of the event loop; answers its canceller. */
+  private soon(): () => void {
+    const immediate = setImmediate(() => this.send());
+    return () => clearImmediate(immediate);
+  }
+
+  /** Schedules `send` when the window closes; answers its canceller. */
+  private later(): () => void {
+    const timeout = setTimeout(() => this.send(), this.options.window_ms);
+    return () => clearTimeout(timeout);
   }
 
   /** Sends the forming batch; on a failure of the whole statement, runs each operation on its own. */
   private send(): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.scheduled?.();
+    this.scheduled = null;
     const batch = this.forming;
     this.forming = [];
     if (batch.length === 0) return;
-    this.count(batch.map((w) => w.op)).then(
-      (outcomes) => batch.forEach((w, i) => w.resolve(outcomes[i])),
-      (error) => {
-        if (batch.length === 1) return batch[0].reject(error);
-        for (const w of batch) this.alone(w.op).then(w.resolve, w.reject);
-      },
-    );
+    this.inFlight++;
+    this.count(batch.map((w) => w.op))
+      .then(
+        (outcomes) => batch.forEach((w, i) => w.resolve(outcomes[i])),
+        (error) => {
+          if (batch.length === 1) return batch[0].reject(error);
+          for (const w of batch) this.alone(w.op).then(w.resolve, w.reject);
+        },
+      )
+      .finally(() => this.inFlight--);
   }
 }
