@@ -35,6 +35,8 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** Extra arguments to node itself, e.g. `--cpu-prof` (which Node 20 refuses in `NODE_OPTIONS`). */
   nodeArgs?: string[];
+  /** The `holon` executable to run (default: this checkout's; the benchmark's `old` path runs an older commit's). */
+  bin?: string;
 }
 
 /** A binding running as a child process. */
@@ -56,7 +58,7 @@ export interface ChildBinding {
  */
 export async function startBinding(options: StartOptions): Promise<ChildBinding> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, 'clearing', 'serve', '--port', String(port), '--db', options.dir], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.bin ?? BIN, 'clearing', 'serve', '--port', String(port), '--db', options.dir], {
     env: options.env ?? process.env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,33 +1,40 @@
 /**
- * The clearing benchmark (issue 2 §7): settle throughput and admission-path latency of the
- * reference binding over loopback HTTP, next to the same database work issued directly through
- * `pg` (`direct.ts`), which is the ceiling of this design on this machine. Between the two, the
- * `knex` path calls the binding's own operation functions (`src/clearing/`) in this process on
- * a knex pool: what it loses against `direct` is knex and the rules, what `http` loses against
- * it is HTTP, Koa, validation and the extra process.
+ * The clearing benchmark (issue 2 §7, issue 12 §2): settle throughput and admission-path latency
+ * of the reference binding over loopback HTTP, next to the same SQL issued directly through `pg`
+ * (`direct.ts`: one `clearing_apply` call per settle, the binding's own text), which is the
+ * ceiling of one request at a time on this machine. Paths, in the same run:
+ *
+ * - `http`: the binding (`holon clearing serve`) with group commit on (the default);
+ * - `http-single`: a second binding process with `HOLON_CLEARING_GROUP_COMMIT=off`;
+ * - `old`: the binding as of commit `BENCH_OLD_COMMIT` (8a8a570, the knex settle of six round
+ *   trips), extracted with `git archive` into a temporary directory that borrows this checkout's
+ *   `node_modules`, on its own database `holon_bench_old` of the same server;
+ * - `direct`: the same SQL on a `pg.Pool`, no HTTP.
  *
  *   DATABASE_URL=postgres://... node --import tsx bench/clearing/run.ts
  *
  * Environment: `BENCH_SECONDS` measured seconds per cell (10), `BENCH_WARMUP_SECONDS`
  * unmeasured seconds before each (1), `BENCH_CLIENTS` comma-separated client counts
- * (`1,4,16`), `BENCH_PATHS` which paths to run (`http,knex,direct`), `BENCH_KNEX_POOL` the
- * knex pool of the `knex` path (10, the binding's default), `BENCH_CPU_PROF_DIR` a directory
- * to write a CPU profile of the binding into, `BENCH_OUT` a path to write the results as JSON
- * as well. The machine may be shared: before each cell the run waits (up to 60 s) for the
- * machine to be quieter than `BENCH_MAX_OTHER_CORES` (0.25), and a cell during which other
- * processes used more than that is run again, up to `BENCH_ATTEMPTS` (3) times in all; the
- * least disturbed attempt is kept, and its "CPU other" column says how disturbed it was.
- * Everything it creates carries a run-unique prefix, so it can share a database with other
- * work; it removes nothing (the journal is append-only). See `bench/README.md`.
+ * (`1,4,16`), `BENCH_PATHS` which paths to run (`http,http-single,old,direct`),
+ * `BENCH_OLD_COMMIT` the commit of the `old` path, `BENCH_CPU_PROF_DIR` a directory to write a
+ * CPU profile of the `http` binding into, `BENCH_OUT` a path to write the results as JSON as
+ * well. The machine may be shared: before each cell the run waits (up to 60 s) for the machine
+ * to be quieter than `BENCH_MAX_OTHER_CORES` (0.25), and a cell during which other processes
+ * used more than that is run again, up to `BENCH_ATTEMPTS` (3) times in all; the least
+ * disturbed attempt is kept, and its "CPU other" column says how disturbed it was. Everything
+ * it creates carries a run-unique prefix, so it can share a database with other work; it
+ * removes nothing (the journal is append-only). The last line of a run is
+ * `settle_http_over_direct_16=… settle_http_16=… shared_http_over_direct_16=… admission_p99_ms_1=…`.
+ * See `bench/README.md`.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { readBalance, resolveAccount } from '../../src/clearing/accounts.ts';
-import { settle } from '../../src/clearing/settlements.ts';
-import { openDatabase, type Database } from '../../src/db/index.ts';
 import { expectOk, JsonClient, startBinding, type ChildBinding } from './binding.ts';
 import { DirectLedger } from './direct.ts';
 import { runCell, waitForQuiet, type CellResult, type CpuSubjects, type Operation } from './measure.ts';
@@ -40,11 +47,17 @@ const RATE_MICROS = 1_000;
 const QUIET_WAIT_MAX_S = 60;
 /** Each payer's funding, in micro-units (settling never refuses for funds, but realistic balances stay positive). */
 const FUNDING_MICROS = 1_000_000_000_000;
+/** The checkout this benchmark belongs to (the `old` path is extracted from its history). */
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The database of the `old` path on the same server: its migrations predate this checkout's. */
+const OLD_DATABASE = 'holon_bench_old';
 
-/** The ways the same work is issued: over HTTP to the binding, through its functions on knex in this process, or as raw SQL on pg. */
-type Path = 'http' | 'knex' | 'direct';
+/** The ways the same work is issued (see the module comment). */
+type Path = 'http' | 'http-single' | 'old' | 'direct';
 /** Every path, in the order a client count's cells run. */
-const PATHS: readonly Path[] = ['http', 'knex', 'direct'];
+const PATHS: readonly Path[] = ['http', 'http-single', 'old', 'direct'];
+/** The paths that are a binding process over HTTP. */
+type HttpPath = Exclude<Path, 'direct'>;
 
 /** One row of the results table. */
 interface Row extends CellResult {
@@ -72,8 +85,7 @@ interface Fixture {
 }
 
 /** Creates `clients` payer/payee pairs (payers funded) and links one agent key to each payer, through the binding's own doors. */
-async function createFixture(http: JsonClient, clients: number): Promise<Fixture> {
-  const prefix = `bench-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+async function createFixture(http: JsonClient, prefix: string, clients: number): Promise<Fixture> {
   const fixture: Fixture = { prefix, payers: [], payees: [], agents: [] };
   for (let i = 0; i < clients; i++) {
     const payer = `${prefix}-payer-${i}`;
@@ -99,16 +111,6 @@ function httpSettle(http: JsonClient, fixture: Fixture, cell: string, payerOf: (
   };
 }
 
-/** The binding's own settle function on a knex pool in this process (no HTTP). Throws unless it applied. */
-function knexSettle(db: Database, fixture: Fixture, cell: string, payerOf: (client: number) => string): Operation {
-  return async (client, n) => {
-    const txnId = `${fixture.prefix}-${cell}-${client}-${n}`;
-    const body = { txnId, caller: payerOf(client), owner: fixture.payees[client], rate: RATE_MICROS, retail: RETAIL_MICROS };
-    const answer = await settle(db.knex, { params: {}, query: {}, body });
-    if (answer.applied !== true) throw new Error(`knex settle ${txnId} did not apply: ${JSON.stringify(answer)}`);
-  };
-}
-
 /** The same settle issued directly through `pg`. Throws unless it applied. */
 function directSettle(direct: DirectLedger, fixture: Fixture, cell: string, payerOf: (client: number) => string): Operation {
   return async (client, n) => {
@@ -127,13 +129,31 @@ function httpAdmission(http: JsonClient, fixture: Fixture): Operation {
   };
 }
 
-/** The admission path through the binding's own functions on knex in this process. */
-function knexAdmission(db: Database, fixture: Fixture): Operation {
-  return async (client) => {
-    const resolved = await resolveAccount(db.knex, { params: { agentKey: fixture.agents[client] }, query: {}, body: undefined });
-    if (resolved.account === null) throw new Error(`agent ${fixture.agents[client]} resolves to nobody`);
-    await readBalance(db.knex, { params: { account: resolved.account }, query: {}, body: undefined });
-  };
+/**
+ * The `holon` executable of commit `commit`: `git archive` of it in a temporary directory whose
+ * `node_modules` is this checkout's (same dependencies). Extracted once per commit.
+ */
+async function oldExecutable(commit: string): Promise<string> {
+  if (!/^[0-9a-zA-Z._/-]+$/.test(commit)) throw new Error(`BENCH_OLD_COMMIT=${commit} is not a commit or tag name`);
+  const dir = path.join(os.tmpdir(), `holon-bench-old-${commit.replace(/\W/g, '_')}`);
+  const bin = path.join(dir, 'src', 'bin.mjs');
+  if (!existsSync(bin)) {
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    const archive = execFileSync('git', ['-C', REPO_ROOT, 'archive', '--format=tar', commit], { maxBuffer: 512 * 2 ** 20 });
+    execFileSync('tar', ['-x', '-C', dir], { input: archive });
+    await symlink(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  }
+  return bin;
+}
+
+/** `url` with its database replaced by `database`, which is created on the server when missing. */
+async function siblingDatabase(monitor: pg.Client, url: string, database: string): Promise<string> {
+  const exists = await monitor.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+  if (exists.rowCount === 0) await monitor.query(`CREATE DATABASE ${database}`);
+  const sibling = new URL(url);
+  sibling.pathname = `/${database}`;
+  return sibling.toString();
 }
 
 /** Formats a number with `digits` decimals, or a dash when it is missing. */
@@ -141,7 +161,12 @@ function fixed(value: number | undefined, digits: number): string {
   return value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits);
 }
 
-/** The results as a Markdown table, then each path's throughput as a share of the direct path's. */
+/** The row of one cell, if it ran. */
+function find(rows: Row[], operation: Row['operation'], p: Path, clients: number, payer: Row['payer']): Row | undefined {
+  return rows.find((r) => r.operation === operation && r.path === p && r.clients === clients && r.payer === payer);
+}
+
+/** The results as a Markdown table, then the ratios of the issue's targets, then the one-line summary. */
 function report(rows: Row[]): string {
   const lines = [
     '| operation | path | clients | payer | ops/s | p50 ms | p99 ms | CPU ms/op binding | postgres | client | CPU other (cores) |',
@@ -157,13 +182,23 @@ function report(rows: Row[]): string {
   lines.push(
     '',
     'CPU ms/op: CPU time per operation of the binding process, of all Postgres processes, and of this process (the clients; on',
-    'the knex and direct paths also the driver). CPU other: cores used by everything else on the machine meanwhile.',
+    'the direct path also the driver). CPU other: cores used by everything else on the machine meanwhile.',
     '',
   );
   for (const r of rows.filter((row) => row.path !== 'direct')) {
-    const twin = rows.find((d) => d.path === 'direct' && d.operation === r.operation && d.clients === r.clients && d.payer === r.payer);
-    if (twin) lines.push(`- ${r.operation}, ${r.clients} client(s), payer ${r.payer}: ${r.path}/direct = ${fixed((100 * r.ops_per_s) / twin.ops_per_s, 0)}% of throughput`);
+    const twin = find(rows, r.operation, 'direct', r.clients, r.payer);
+    const old = find(rows, r.operation, 'old', r.clients, r.payer);
+    const vsOld = old && r.path !== 'old' ? `, ${fixed(r.ops_per_s / old.ops_per_s, 2)}× old` : '';
+    if (twin) lines.push(`- ${r.operation}, ${r.clients} client(s), payer ${r.payer}: ${r.path} = ${fixed(r.ops_per_s / twin.ops_per_s, 2)}× direct${vsOld}`);
   }
+  const ratio = (a: Row | undefined, b: Row | undefined) => (a && b ? fixed(a.ops_per_s / b.ops_per_s, 2) : '-');
+  const own = find(rows, 'settle', 'http', 16, 'own');
+  lines.push(
+    '',
+    `settle_http_over_direct_16=${ratio(own, find(rows, 'settle', 'direct', 16, 'own'))} settle_http_16=${fixed(own?.ops_per_s, 0)} ` +
+      `shared_http_over_direct_16=${ratio(find(rows, 'settle', 'http', 16, 'shared'), find(rows, 'settle', 'direct', 16, 'shared'))} ` +
+      `admission_p99_ms_1=${fixed(find(rows, 'admission', 'http', 1, '-')?.p99_ms, 2)}`,
+  );
   return lines.join('\n');
 }
 
@@ -173,9 +208,9 @@ async function main(): Promise<void> {
   if (!url) throw new Error('set DATABASE_URL to a Postgres server (see bench/README.md for a throwaway one)');
   const seconds = numberFromEnv('BENCH_SECONDS', 10);
   const warmup_s = numberFromEnv('BENCH_WARMUP_SECONDS', 1);
-  const knexPool = numberFromEnv('BENCH_KNEX_POOL', 10);
   const maxOther_cores = numberFromEnv('BENCH_MAX_OTHER_CORES', 0.25);
   const attempts = Math.max(1, Math.floor(numberFromEnv('BENCH_ATTEMPTS', 3)));
+  const oldCommit = process.env.BENCH_OLD_COMMIT || '8a8a570';
   const clientCounts = (process.env.BENCH_CLIENTS || '1,4,16').split(',').map(Number);
   if (!clientCounts.every((c) => Number.isSafeInteger(c) && c > 0)) throw new Error(`BENCH_CLIENTS=${process.env.BENCH_CLIENTS} is not a list of positive integers`);
   const paths = (process.env.BENCH_PATHS || PATHS.join(',')).split(',') as Path[];
@@ -186,23 +221,27 @@ async function main(): Promise<void> {
   const monitor = new pg.Client({ connectionString: url });
   await monitor.connect();
   const serverVersion: string = (await monitor.query('show server_version')).rows[0].server_version;
-  let binding: ChildBinding | null = null;
-  let http: JsonClient | null = null;
-  let knexDb: Database | null = null;
+  const bindings: Partial<Record<HttpPath, { child: ChildBinding; http: JsonClient; fixture: Fixture }>> = {};
   const direct = new DirectLedger(url, most);
+  const prefix = `bench-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   try {
-    binding = await startBinding({
-      dir: path.join(os.tmpdir(), 'holon-bench-unused'),
-      env: process.env,
-      nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
-    });
-    http = new JsonClient(binding.url, most);
-    knexDb = await openDatabase({ url }, { poolMax: knexPool });
-    const fixture = await createFixture(http, most);
-    const subjects: CpuSubjects = {
-      bindingPid: binding.child.pid!,
-      postgresPids: async () => (await monitor.query('select pid from pg_stat_activity')).rows.map((r) => Number(r.pid)),
+    const unusedDir = path.join(os.tmpdir(), 'holon-bench-unused');
+    const starts: Record<HttpPath, () => Promise<ChildBinding>> = {
+      http: () => startBinding({ dir: unusedDir, env: { ...process.env, HOLON_CLEARING_GROUP_COMMIT: 'on' }, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] }),
+      'http-single': () => startBinding({ dir: unusedDir, env: { ...process.env, HOLON_CLEARING_GROUP_COMMIT: 'off' } }),
+      old: async () =>
+        startBinding({ dir: unusedDir, env: { ...process.env, DATABASE_URL: await siblingDatabase(monitor, url, OLD_DATABASE) }, bin: await oldExecutable(oldCommit) }),
     };
+    // `http`, `http-single` and `direct` share one database and one fixture (made through `http`); `old` has its own.
+    let shared: Fixture | null = null;
+    const started = paths.includes('http') ? paths : (['http', ...paths] as Path[]);
+    for (const p of started) {
+      if (p === 'direct' || bindings[p]) continue;
+      const child = await starts[p]();
+      const http = new JsonClient(child.url, most);
+      const fixture = p === 'old' ? await createFixture(http, `${prefix}-old`, most) : (shared ??= await createFixture(http, prefix, most));
+      bindings[p] = { child, http, fixture };
+    }
     const machine = {
       cpus: os.availableParallelism(),
       memory_gib: Math.round(os.totalmem() / 2 ** 30),
@@ -210,30 +249,30 @@ async function main(): Promise<void> {
       postgres: serverVersion,
       seconds_per_cell: seconds,
       warmup_s,
-      knex_pool: knexPool,
       max_other_cores: maxOther_cores,
       attempts,
+      old_commit: oldCommit,
+      loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
     };
-    console.log(`# clearing benchmark ${fixture.prefix}: ${JSON.stringify(machine)}`);
+    console.log(`# clearing benchmark ${prefix}: ${JSON.stringify(machine)}`);
 
-    const payerOf = { own: (client: number) => fixture.payers[client], shared: () => fixture.payers[0] };
-    const settleOn = (p: Path, payer: 'own' | 'shared', cell: string): Operation => {
-      if (p === 'http') return httpSettle(http!, fixture, cell, payerOf[payer]);
-      if (p === 'knex') return knexSettle(knexDb!, fixture, cell, payerOf[payer]);
-      return directSettle(direct, fixture, cell, payerOf[payer]);
-    };
-    const admissionOn = (p: Path): Operation => {
-      if (p === 'http') return httpAdmission(http!, fixture);
-      if (p === 'knex') return knexAdmission(knexDb!, fixture);
-      return async (client) => void (await direct.admission(fixture.agents[client]));
-    };
+    const fixtureOf = (p: Path) => (p === 'direct' ? shared! : bindings[p]!.fixture);
+    const subjectsOf = (p: Path): CpuSubjects => ({
+      bindingPid: bindings[p === 'direct' ? 'http' : p]!.child.child.pid!,
+      postgresPids: async () => (await monitor.query('select pid from pg_stat_activity')).rows.map((r) => Number(r.pid)),
+    });
+    const payerOf = (p: Path, payer: 'own' | 'shared') => (client: number) => fixtureOf(p).payers[payer === 'own' ? client : 0];
+    const settleOn = (p: Path, payer: 'own' | 'shared', cell: string): Operation =>
+      p === 'direct' ? directSettle(direct, shared!, cell, payerOf(p, payer)) : httpSettle(bindings[p]!.http, fixtureOf(p), cell, payerOf(p, payer));
+    const admissionOn = (p: Path): Operation =>
+      p === 'direct' ? async (client) => void (await direct.admission(shared!.agents[client])) : httpAdmission(bindings[p]!.http, fixtureOf(p));
     const rows: Row[] = [];
     /** Runs one cell, again while other processes disturbed it (up to `attempts`); keeps the least disturbed run. */
     const cell = async (operation: Row['operation'], p: Path, payer: Row['payer'], clients: number, op: (attempt: number) => Operation) => {
       let best: CellResult | null = null;
       for (let attempt = 1; attempt <= attempts; attempt++) {
         await waitForQuiet(maxOther_cores, QUIET_WAIT_MAX_S);
-        const result = await runCell(clients, seconds, warmup_s, op(attempt), subjects);
+        const result = await runCell(clients, seconds, warmup_s, op(attempt), subjectsOf(p));
         const other = result.cpu?.other ?? 0;
         console.log(
           `${operation} ${p} clients=${clients} payer=${payer} attempt ${attempt}: ${result.ops_per_s.toFixed(0)}/s ` +
@@ -248,16 +287,18 @@ async function main(): Promise<void> {
       for (const p of paths) await cell('settle', p, 'own', clients, (attempt) => settleOn(p, 'own', `${p}-${clients}-a${attempt}`));
     }
     for (const p of paths) await cell('settle', p, 'shared', most, (attempt) => settleOn(p, 'shared', `${p}-shared-${most}-a${attempt}`));
+    // Reads do not batch: `http-single` would measure the same code as `http`.
     for (const clients of clientCounts) {
-      for (const p of paths) await cell('admission', p, '-', clients, () => admissionOn(p));
+      for (const p of paths.filter((q) => q !== 'http-single')) await cell('admission', p, '-', clients, () => admissionOn(p));
     }
 
     console.log(`\n${report(rows)}`);
-    if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ prefix: fixture.prefix, machine, rows }, null, 2));
+    if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ prefix, machine, rows }, null, 2));
   } finally {
-    http?.close();
-    await binding?.stop();
-    await knexDb?.close();
+    for (const b of Object.values(bindings)) {
+      b.http.close();
+      await b.child.stop();
+    }
     await direct.close();
     await monitor.end();
   }

@@ -7,7 +7,8 @@ import type { Knex } from 'knex';
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest } from '../http/errors.ts';
-import { expireHolds, inTransaction, isMachinery, lockAccounts, readFigures } from './ledger.ts';
+import { expireHolds, inTransaction, isMachinery, lockAccounts, readFigures, type Ledger } from './ledger.ts';
+import { rawQuery, rawRunner, transactionRunner } from './raw-sql.ts';
 import { reservationsOf } from './reservations.ts';
 
 /** The statement length of read-summary: default and clamp (§6.3). */
@@ -17,15 +18,18 @@ export const STATEMENT_MAX = 500;
 /** The funding doors this binding declares (§5.1): the account holder can credit an account. */
 export const FUNDING = ['credit'];
 
+/** The one statement of resolve-account (§6.1). */
+export const RESOLVE_SQL = 'SELECT account FROM clearing_agent_links WHERE agent_key = $1';
+
 /** resolve-account (§6.1): one indexed read; an unlinked key answers `account: null`. */
-export async function resolveAccount(db: Knex, { params }: OperationRequest<'resolve-account'>): Promise<OperationResult<'resolve-account'>> {
-  const row = await db('clearing_agent_links').where({ agent_key: params.agentKey }).first('account');
+export async function resolveAccount({ db }: Ledger, { params }: OperationRequest<'resolve-account'>): Promise<OperationResult<'resolve-account'>> {
+  const [row] = await rawQuery(db, RESOLVE_SQL, [params.agentKey]);
   return { agent: params.agentKey, account: row?.account ?? null };
 }
 
 /** read-balance (§6.2): the figures, closed windows not counted; one read. 404 `no_such_object` for an unknown account. */
-export async function readBalance(db: Knex, { params }: OperationRequest<'read-balance'>): Promise<OperationResult<'read-balance'>> {
-  return readFigures(db, params.account);
+export async function readBalance({ db }: Ledger, { params }: OperationRequest<'read-balance'>): Promise<OperationResult<'read-balance'>> {
+  return readFigures(rawRunner(db), params.account);
 }
 
 /**
@@ -55,11 +59,11 @@ async function totals(trx: Knex.Transaction, account: string): Promise<Record<st
 }
 
 /** read-summary (§6.3): figures, open reservations, totals, funding and the newest `limit` postings. */
-export async function readSummary(db: Knex, { params, query }: OperationRequest<'read-summary'>): Promise<OperationResult<'read-summary'>> {
+export async function readSummary({ db }: Ledger, { params, query }: OperationRequest<'read-summary'>): Promise<OperationResult<'read-summary'>> {
   const limit = Math.min(query.limit ?? STATEMENT_DEFAULT, STATEMENT_MAX);
   return inTransaction(db, async (trx) => {
     await expireHolds(trx, params.account);
-    const figures = await readFigures(trx, params.account);
+    const figures = await readFigures(transactionRunner(trx), params.account);
     const statement = await trx('clearing_postings as p')
       .join('clearing_transactions as t', 't.txn_id', 'p.txn_id')
       .where('p.account', params.account)
@@ -84,7 +88,7 @@ export async function readSummary(db: Knex, { params, query }: OperationRequest<
 }
 
 /** create-account (extension): a holder account; idempotent; machinery names are refused (422 `invalid_request`). */
-export async function createAccount(db: Knex, { body }: OperationRequest<'create-account'>): Promise<OperationResult<'create-account'>> {
+export async function createAccount({ db }: Ledger, { body }: OperationRequest<'create-account'>): Promise<OperationResult<'create-account'>> {
   if (isMachinery(body.account)) throw invalidRequest(`${body.account} names this binding's own machinery; choose another account id`);
   const inserted = await db('clearing_accounts').insert({ id: body.account, kind: 'holder' }).onConflict('id').ignore().returning('id');
   return { ok: true, applied: inserted.length === 1, account: body.account };
@@ -94,7 +98,7 @@ export async function createAccount(db: Knex, { body }: OperationRequest<'create
  * link-agent (extension): maps an agent key to the account that pays for it (§4, §6.1).
  * Idempotent; relinking a key to another account is refused with 422 `terms_conflict`.
  */
-export async function linkAgent(db: Knex, { body }: OperationRequest<'link-agent'>): Promise<OperationResult<'link-agent'>> {
+export async function linkAgent({ db }: Ledger, { body }: OperationRequest<'link-agent'>): Promise<OperationResult<'link-agent'>> {
   return inTransaction(db, async (trx) => {
     await lockAccounts(trx, [body.account]);
     if (isMachinery(body.account)) throw invalidRequest(`${body.account} is this binding's own machinery; an agent cannot pay from it`);

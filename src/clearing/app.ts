@@ -17,6 +17,8 @@ import { createAccount, linkAgent, readBalance, readSummary, resolveAccount } fr
 import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabilities.ts';
 import { adjust, credit, readSettlement, reverse, settle } from './settlements.ts';
 import { draw, listReservations, openHold, readReservation, releaseHold, resizeHold } from './reservations.ts';
+import type { Ledger } from './ledger.ts';
+import { WritePath, writePathOptionsFromEnv, type WritePathOptions } from './write-path.ts';
 
 /** Options of `createClearingApp`. */
 export interface ClearingAppOptions {
@@ -24,11 +26,13 @@ export interface ClearingAppOptions {
   db: Knex;
   /** The operations to offer (default: all of §6); the others answer 404 `not_offered` (§5.2). */
   operations?: readonly OperationName[];
+  /** The write path's group commit and bounds (default: from the environment, `writePathOptionsFromEnv`). */
+  writes?: WritePathOptions;
   /** Where unexpected failures are reported. */
   logger?: Logger;
 }
 
-type Implementation = (db: Knex, request: any) => Promise<unknown>;
+type Implementation = (ledger: Ledger, request: any) => Promise<unknown>;
 
 /**
  * A draw asks for the sum of its lines, which is one amount: at most {@link MAX_AMOUNT_MICROS}
@@ -63,7 +67,8 @@ const implementations: Record<OperationName, Implementation> = {
 export function createClearingApp(options: ClearingAppOptions): Koa {
   const offered = options.operations ?? ALL_OPERATIONS;
   const document = capabilityDocument(offered);
-  const bind = (implementation: Implementation): MountedHandler => (request) => implementation(options.db, request);
+  const ledger: Ledger = { db: options.db, writes: new WritePath(options.db, options.writes ?? writePathOptionsFromEnv()) };
+  const bind = (implementation: Implementation): MountedHandler => (request) => implementation(ledger, request);
   const handlers: Partial<Record<OperationId, MountedHandler>> = {
     health: async () => ({ ok: true }),
     capabilities: async () => document,

@@ -1,13 +1,22 @@
 /**
  * The reference binding's storage: the SQL behind the rules, kept apart from them (the rules are
- * in `settlements.ts`, `reservations.ts` and `accounts.ts`). Every function takes the knex
- * transaction it runs in (on PGlite, the outer handle inside a transaction would deadlock).
- * Amounts are integers in the binding's unit, EUR micro-units.
+ * in `settlements.ts`, `reservations.ts` and `accounts.ts`). Writes that move value go through
+ * the write path (`write-path.ts`, one database function call each); the reads and the cold
+ * doors here take the knex transaction they run in (on PGlite, the outer handle inside a
+ * transaction would deadlock). Amounts are integers in the binding's unit, EUR micro-units.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest, noSuchObject } from '../http/errors.ts';
+import type { SqlRunner } from './raw-sql.ts';
+import type { WritePath } from './write-path.ts';
+
+/** The binding's storage: the knex handle for reads and cold doors, the write path for value-moving doors. */
+export interface Ledger {
+  db: Knex;
+  writes: WritePath;
+}
 
 /** The doors a transaction id can be used at (clearing-contract §9: one namespace across all of them). */
 export type Door = 'credit' | 'settle' | 'reverse' | 'adjust' | 'draw';
@@ -91,37 +100,37 @@ export async function expireHolds(trx: Knex | Knex.Transaction, account?: string
 }
 
 /**
- * An account's figures (§6.2). A hold whose window has closed never counts, whether or not it
- * has been released yet (§6.15), so this read writes nothing and needs no transaction: the
- * admission path's read-balance is one round trip. Machinery accounts have no balance row:
- * their balance is the sum of their postings. Throws 404 `no_such_object`.
+ * The one statement of read-balance (§6.2): the account's kind, its balance (a holder's row, or
+ * the sum of a machinery account's stripes, `bounds.ts`) and what its open holds still reserve.
+ * A hold whose window has closed never counts, released yet or not (§6.15), so the read writes nothing.
  */
-export async function readFigures(trx: Knex | Knex.Transaction, account: string): Promise<Figures> {
-  const row = await trx('clearing_accounts')
-    .where({ id: account })
-    .first(
-      'kind',
-      'balance',
-      trx.raw(
-        `(SELECT coalesce(sum(amount - drawn), 0)::bigint FROM clearing_holds h
-          WHERE h.account = clearing_accounts.id AND h.status = 'open' AND h.expires_at > clock_timestamp()) AS reserved`,
-      ),
-    );
+export const FIGURES_SQL = `SELECT a.balance, a.kind,
+    (SELECT coalesce(sum(m.balance), 0)::bigint FROM clearing_machinery_balances m WHERE m.account = a.id AND a.kind <> 'holder') AS machinery,
+    (SELECT coalesce(sum(h.amount - h.drawn), 0)::bigint FROM clearing_holds h
+      WHERE h.account = a.id AND h.status = 'open' AND h.expires_at > clock_timestamp()) AS reserved
+  FROM clearing_accounts a WHERE a.id = $1`;
+
+/**
+ * An account's figures (§6.2), one statement on `run` (a raw pooled connection for the
+ * admission path's read-balance, or the transaction of a longer read). Throws 404 `no_such_object`.
+ */
+export async function readFigures(run: SqlRunner, account: string): Promise<Figures> {
+  const [row] = await run(FIGURES_SQL, [account]);
   if (!row) throw noSuchObject(`there is no account ${account}`);
-  let balance = int(row.balance);
-  if (row.kind !== 'holder') {
-    const sum = await trx('clearing_postings').where({ account }).first(trx.raw('coalesce(sum(delta), 0)::bigint AS total'));
-    balance = int(sum.total);
-  }
+  const balance = int(row.kind === 'holder' ? row.balance : row.machinery);
   const reserved = int(row.reserved);
   return { account, balance, available: balance - reserved, reserved, pending: 0 };
+}
+
+/** A stored transaction row from either driver or from the write path's JSON, normalized. */
+export function storedTransaction(row: Record<string, any>): TransactionRow {
+  return { ...row, amount: int(row.amount), created_at: iso(row.created_at)! } as TransactionRow;
 }
 
 /** The stored transaction under `txnId`, or null. */
 export async function findTransaction(trx: Knex.Transaction, txnId: string): Promise<TransactionRow | null> {
   const row = await trx('clearing_transactions').where({ txn_id: txnId }).first();
-  if (!row) return null;
-  return { ...row, amount: int(row.amount), created_at: iso(row.created_at)! };
+  return row ? storedTransaction(row) : null;
 }
 
 /** Normalizes a request's terms for storage and comparison (drops undefined fields). */
@@ -153,29 +162,6 @@ export function checkReplay(existing: TransactionRow, door: Door, terms: Record<
       { existing: existing.terms },
     );
   }
-}
-
-/** The fields of a new journal entry besides its postings. */
-export interface NewTransaction {
-  txn_id: string;
-  door: Door;
-  account: string;
-  amount: number;
-  terms: Record<string, unknown>;
-  reverses?: string;
-  hold_id?: string;
-  reason?: string;
-  actor?: string;
-  ref?: string;
-  memo?: string;
-  simulated?: boolean;
-}
-
-/** Appends one entry and its postings; the database refuses it at commit unless the postings sum to zero. */
-export async function postEntry(trx: Knex.Transaction, entry: NewTransaction, postings: Posting[]): Promise<void> {
-  await trx('clearing_transactions').insert(entry);
-  const lines = postings.filter((p) => p.delta !== 0);
-  if (lines.length > 0) await trx('clearing_postings').insert(lines.map((p) => ({ ...p, txn_id: entry.txn_id })));
 }
 
 /** The postings of one entry, in the order they were written. */

@@ -8,19 +8,9 @@
 import type { Knex } from 'knex';
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
 import { int, iso } from '../db/index.ts';
-import { HttpError, invalidRequest, noSuchObject } from '../http/errors.ts';
-import {
-  checkReplay,
-  expireHolds,
-  findTransaction,
-  inTransaction,
-  lockAccounts,
-  postEntry,
-  readFigures,
-  refuseMachinery,
-  termsOf,
-  type Figures,
-} from './ledger.ts';
+import { invalidRequest, noSuchObject } from '../http/errors.ts';
+import { transactionRunner } from './raw-sql.ts';
+import { checkReplay, expireHolds, inTransaction, readFigures, refuseMachinery, storedTransaction, termsOf, type Ledger } from './ledger.ts';
 
 type Reservation = OperationResult<'read-reservation'> extends infer R ? Omit<R, 'draws'> : never;
 type DrawLine = OperationResult<'draw'>['lines'][number];
@@ -42,34 +32,10 @@ function reservationOf(row: Record<string, any>): Reservation {
   };
 }
 
-/**
- * Locks a hold for a write, after locking its account and applying expiry (§6.15).
- * Throws 404 `no_such_object` when there is no such hold.
- */
-async function lockHold(trx: Knex.Transaction, holdId: string, alsoLock: string[] = []): Promise<Record<string, any>> {
-  const known = await trx('clearing_holds').where({ hold_id: holdId }).first('account');
-  if (!known) throw noSuchObject(`there is no reservation ${holdId}`);
-  await lockAccounts(trx, [known.account, ...alsoLock]);
-  await expireHolds(trx, known.account);
-  return trx('clearing_holds').where({ hold_id: holdId }).forUpdate().first();
-}
-
-/** 422 `insufficient_funds` stating the four numbers §6.11 names. */
-function insufficient(asked: number, figures: Figures, what: string): HttpError {
-  return new HttpError(
-    422,
-    'insufficient_funds',
-    `${what} of ${asked} does not fit: ${figures.available} available on ${figures.account} (balance ${figures.balance}, reserved ${figures.reserved})`,
-    { asked, available: figures.available, balance: figures.balance, reserved: figures.reserved },
-  );
-}
-
-/** Parses an ISO 8601 instant that must lie in the future. Throws 422 `invalid_request`. */
-function futureInstant(value: string, field: string): Date {
+/** An `expiresAt` as the write path takes it: the raw text (named in a refusal) and the instant, null when it is not one. */
+function expiry(value: string): { expires_raw: string; expires_at: string | null } {
   const at = new Date(value);
-  if (Number.isNaN(at.getTime())) throw invalidRequest(`${field} ${value} is not an ISO 8601 instant`);
-  if (at.getTime() <= Date.now()) throw invalidRequest(`${field} ${value} is not in the future; a hold needs an open window`);
-  return at;
+  return { expires_raw: value, expires_at: Number.isNaN(at.getTime()) ? null : at.toISOString() };
 }
 
 /**
@@ -77,32 +43,18 @@ function futureInstant(value: string, field: string): Date {
  * with another account or amount (naming the existing terms); a reuse with the same terms
  * returns the existing reservation with `applied: false`.
  */
-export async function openHold(db: Knex, { body }: OperationRequest<'open-hold'>): Promise<OperationResult<'open-hold'>> {
+export async function openHold(ledger: Ledger, { body }: OperationRequest<'open-hold'>): Promise<OperationResult<'open-hold'>> {
   refuseMachinery(body.account, 'holder of a reservation');
-  return inTransaction(db, async (trx) => {
-    await lockAccounts(trx, [body.account]);
-    const existing = await trx('clearing_holds').where({ hold_id: body.holdId }).first();
-    if (existing) {
-      if (existing.account !== body.account || int(existing.amount) !== body.amount) {
-        throw new HttpError(
-          422,
-          'terms_conflict',
-          `reservation ${body.holdId} already exists for ${existing.account} with amount ${int(existing.amount)}`,
-          { existing: { account: existing.account, amount: int(existing.amount) } },
-        );
-      }
-      const figures = await readFigures(trx, body.account);
-      const current = await trx('clearing_holds').where({ hold_id: body.holdId }).first();
-      return { ok: true, applied: false, reservation: reservationOf(current), available: figures.available };
-    }
-    const expiresAt = futureInstant(body.expiresAt, 'expiresAt');
-    const figures = await readFigures(trx, body.account);
-    if (body.amount > figures.available) throw insufficient(body.amount, figures, 'a hold');
-    const [row] = await trx('clearing_holds')
-      .insert({ hold_id: body.holdId, account: body.account, amount: body.amount, status: 'open', expires_at: expiresAt, ref: body.ref, memo: body.memo })
-      .returning('*');
-    return { ok: true, applied: true, reservation: reservationOf(row), available: figures.available - body.amount };
+  const outcome = await ledger.writes.apply({
+    op: 'open-hold',
+    hold_id: body.holdId,
+    account: body.account,
+    amount: body.amount,
+    ...expiry(body.expiresAt),
+    ref: body.ref,
+    memo: body.memo,
   });
+  return { ok: true, applied: outcome.applied, reservation: reservationOf(outcome.reservation), available: outcome.available };
 }
 
 /**
@@ -110,26 +62,10 @@ export async function openHold(db: Knex, { body }: OperationRequest<'open-hold'>
  * below drawn (422 `invalid_request`); a released hold stays released (422 `closed`). Resizing
  * to the current cap and window reports `applied: false` and changes nothing.
  */
-export async function resizeHold(db: Knex, { body }: OperationRequest<'resize-hold'>): Promise<OperationResult<'resize-hold'>> {
-  return inTransaction(db, async (trx) => {
-    const hold = await lockHold(trx, body.holdId);
-    if (hold.status !== 'open') {
-      throw new HttpError(422, 'closed', `reservation ${body.holdId} was released (${hold.release_reason ?? 'released'}); open a new hold instead`);
-    }
-    const amount = int(hold.amount);
-    const drawn = int(hold.drawn);
-    const expiresAt = body.expiresAt === undefined ? new Date(hold.expires_at) : futureInstant(body.expiresAt, 'expiresAt');
-    const figures = await readFigures(trx, hold.account);
-    if (body.amount === amount && expiresAt.getTime() === new Date(hold.expires_at).getTime()) {
-      return { ok: true, applied: false, reservation: reservationOf(hold), available: figures.available, delta: 0 };
-    }
-    if (body.amount < drawn) throw invalidRequest(`reservation ${body.holdId} has ${drawn} drawn; its cap cannot fall to ${body.amount}`);
-    const delta = body.amount - amount;
-    // Only a raise is checked: a reduction or a new window must pass even when available is negative (invariant 11).
-    if (delta > 0 && delta > figures.available) throw insufficient(delta, figures, `a raise of reservation ${body.holdId}`);
-    const [row] = await trx('clearing_holds').where({ hold_id: body.holdId }).update({ amount: body.amount, expires_at: expiresAt }).returning('*');
-    return { ok: true, applied: true, reservation: reservationOf(row), available: figures.available - delta, delta };
-  });
+export async function resizeHold(ledger: Ledger, { body }: OperationRequest<'resize-hold'>): Promise<OperationResult<'resize-hold'>> {
+  const window = body.expiresAt === undefined ? {} : expiry(body.expiresAt);
+  const outcome = await ledger.writes.apply({ op: 'resize-hold', hold_id: body.holdId, amount: body.amount, ...window });
+  return { ok: true, applied: outcome.applied, reservation: reservationOf(outcome.reservation), available: outcome.available, delta: outcome.delta };
 }
 
 /** Checks one asked line's own rules (§6.13) and returns it as stored before clamping. Throws 422 `invalid_request`. */
@@ -181,66 +117,38 @@ function lineOf(row: Record<string, any>): DrawLine {
  * `no_such_object` (hold), 422 `invalid_request` (caller does not own the hold, line rules),
  * 422 `closed` (released or expired hold).
  */
-export async function draw(db: Knex, { body }: OperationRequest<'draw'>): Promise<OperationResult<'draw'>> {
+export async function draw(ledger: Ledger, { body }: OperationRequest<'draw'>): Promise<OperationResult<'draw'>> {
   const asked = body.lines.map(askedLine);
   const askedTotal = asked.reduce((sum, l) => sum + l.asked, 0);
   refuseMachinery(body.owner, 'owner');
   const terms = termsOf({ holdId: body.holdId, caller: body.caller, owner: body.owner, lines: body.lines });
-  return inTransaction(db, async (trx) => {
-    const hold = await lockHold(trx, body.holdId, [body.owner]);
-    const existing = await findTransaction(trx, body.txnId);
-    if (existing) {
-      checkReplay(existing, 'draw', terms);
-      const lines = (await trx('clearing_draw_lines').where({ txn_id: body.txnId }).orderBy('seq')).map(lineOf);
-      const remaining = int(hold.amount) - int(hold.drawn);
-      return { ok: true, applied: false, state: 'settled', billed: existing.amount, refused: askedTotal - existing.amount, remaining, exhausted: remaining === 0, lines };
-    }
-    if (hold.account !== body.caller) throw invalidRequest(`reservation ${body.holdId} belongs to ${hold.account}, not to the caller ${body.caller}`);
-    if (hold.status !== 'open') throw new HttpError(422, 'closed', `reservation ${body.holdId} was released (${hold.release_reason ?? 'released'}); it admits no further draws`);
-    let left = int(hold.amount) - int(hold.drawn);
-    const lines = asked.map((line) => {
-      const amount = Math.min(line.asked, left);
-      left -= amount;
-      return { ...line, amount, capped: amount < line.asked };
-    });
-    const billed = lines.reduce((sum, l) => sum + l.amount, 0);
-    await postEntry(
-      trx,
-      { txn_id: body.txnId, door: 'draw', account: body.caller, amount: billed, terms, hold_id: body.holdId, ref: body.ref, memo: body.memo },
-      [
-        { account: body.caller, delta: -billed, kind: 'charge' },
-        { account: body.owner, delta: billed, kind: 'earn' },
-      ],
-    );
-    await trx('clearing_draw_lines').insert(lines.map((line, seq) => ({ ...line, seq, txn_id: body.txnId, hold_id: body.holdId })));
-    await trx('clearing_holds').where({ hold_id: body.holdId }).increment('drawn', billed);
-    return {
-      ok: true,
-      applied: true,
-      state: 'settled',
-      billed,
-      refused: askedTotal - billed,
-      remaining: left,
-      exhausted: left === 0,
-      lines: lines.map(lineOf),
-    };
+  const outcome = await ledger.writes.apply({
+    op: 'draw',
+    txn_id: body.txnId,
+    hold_id: body.holdId,
+    caller: body.caller,
+    owner: body.owner,
+    terms,
+    lines: asked,
+    ref: body.ref,
+    memo: body.memo,
   });
+  const lines = (outcome.lines as Record<string, any>[]).map(lineOf);
+  if (outcome.existing) {
+    const existing = storedTransaction(outcome.existing);
+    checkReplay(existing, 'draw', terms);
+    return { ok: true, applied: false, state: 'settled', billed: existing.amount, refused: askedTotal - existing.amount, remaining: outcome.remaining, exhausted: outcome.remaining === 0, lines };
+  }
+  return { ok: true, applied: true, state: 'settled', billed: outcome.billed, refused: askedTotal - outcome.billed, remaining: outcome.remaining, exhausted: outcome.remaining === 0, lines };
 }
 
 /**
  * release-hold (§6.14): returns only what was not drawn; one-way and idempotent: a second
  * release (or a release after expiry) answers `applied: false` and `released: 0`. Posts nothing.
  */
-export async function releaseHold(db: Knex, { body }: OperationRequest<'release-hold'>): Promise<OperationResult<'release-hold'>> {
-  return inTransaction(db, async (trx) => {
-    const hold = await lockHold(trx, body.holdId);
-    if (hold.status !== 'open') return { ok: true, applied: false, released: 0, reservation: reservationOf(hold) };
-    const [row] = await trx('clearing_holds')
-      .where({ hold_id: body.holdId })
-      .update({ status: 'released', released_at: trx.raw('clock_timestamp()'), release_reason: body.reason ?? 'released by the caller' })
-      .returning('*');
-    return { ok: true, applied: true, released: int(hold.amount) - int(hold.drawn), reservation: reservationOf(row) };
-  });
+export async function releaseHold(ledger: Ledger, { body }: OperationRequest<'release-hold'>): Promise<OperationResult<'release-hold'>> {
+  const outcome = await ledger.writes.apply({ op: 'release-hold', hold_id: body.holdId, reason: body.reason });
+  return { ok: true, applied: outcome.applied, released: outcome.released, reservation: reservationOf(outcome.reservation) };
 }
 
 /** The reservation records of one account, oldest first, expiry applied (§6.5). */
@@ -251,17 +159,17 @@ export async function reservationsOf(trx: Knex.Transaction, account: string, onl
 }
 
 /** list-reservations (§6.5): the account's figures and every reservation record, expiry applied first. */
-export async function listReservations(db: Knex, { params }: OperationRequest<'list-reservations'>): Promise<OperationResult<'list-reservations'>> {
-  return inTransaction(db, async (trx) => {
+export async function listReservations(ledger: Ledger, { params }: OperationRequest<'list-reservations'>): Promise<OperationResult<'list-reservations'>> {
+  return inTransaction(ledger.db, async (trx) => {
     await expireHolds(trx, params.account);
-    const figures = await readFigures(trx, params.account);
+    const figures = await readFigures(transactionRunner(trx), params.account);
     return { ...figures, reservations: await reservationsOf(trx, params.account, false) };
   });
 }
 
 /** read-reservation (§6.6): the record plus its draws (one per stored line), oldest first. 404 `no_such_object`. */
-export async function readReservation(db: Knex, { params }: OperationRequest<'read-reservation'>): Promise<OperationResult<'read-reservation'>> {
-  return inTransaction(db, async (trx) => {
+export async function readReservation(ledger: Ledger, { params }: OperationRequest<'read-reservation'>): Promise<OperationResult<'read-reservation'>> {
+  return inTransaction(ledger.db, async (trx) => {
     const known = await trx('clearing_holds').where({ hold_id: params.holdId }).first('account');
     if (!known) throw noSuchObject(`there is no reservation ${params.holdId}`);
     await expireHolds(trx, known.account);

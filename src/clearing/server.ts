@@ -9,6 +9,7 @@ import { openDatabase, type DatabaseTarget } from '../db/index.ts';
 import { createClearingApp } from './app.ts';
 import type { OperationName } from './capabilities.ts';
 import { expireHolds } from './ledger.ts';
+import type { WritePathOptions } from './write-path.ts';
 
 /** Options of `startClearingServer`. */
 export interface ClearingServerOptions {
@@ -16,6 +17,8 @@ export interface ClearingServerOptions {
   /** TCP port on 127.0.0.1; 0 picks a free one. */
   port: number;
   operations?: readonly OperationName[];
+  /** The write path's group commit and bounds (default: from the environment, `writePathOptionsFromEnv`). */
+  writes?: WritePathOptions;
   /** Interval of the expiry sweep, in milliseconds (default 60 000). */
   sweep_ms?: number;
   logger?: Logger;
@@ -32,7 +35,7 @@ export interface RunningClearing {
 export async function startClearingServer(options: ClearingServerOptions): Promise<RunningClearing> {
   const logger = options.logger ?? pino({ level: 'warn' });
   const database = await openDatabase(options.target);
-  const app = createClearingApp({ db: database.knex, operations: options.operations, logger });
+  const app = createClearingApp({ db: database.knex, operations: options.operations, writes: options.writes, logger });
   const server = app.listen(options.port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const sweep = setInterval(() => {

@@ -3,23 +3,10 @@
  * reverse (§6.9), adjust (§6.10) and read-settlement (§6.4). Immediate finality: every accepted
  * operation is `settled` when it answers (§10). Amounts are EUR micro-units.
  */
-import type { Knex } from 'knex';
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
-import { HttpError, invalidRequest, noSuchObject } from '../http/errors.ts';
-import {
-  checkReplay,
-  expireHolds,
-  findTransaction,
-  inTransaction,
-  lockAccounts,
-  postEntry,
-  postingsOf,
-  refuseMachinery,
-  reversalOf,
-  termsOf,
-  type Door,
-  type Posting,
-} from './ledger.ts';
+import { invalidRequest } from '../http/errors.ts';
+import type { LedgerOp } from './write-path.ts';
+import { checkReplay, findTransaction, inTransaction, postingsOf, refuseMachinery, reversalOf, storedTransaction, termsOf, type Door, type Ledger, type Posting } from './ledger.ts';
 
 /** The machinery accounts value enters from and margins land in (DESIGN "Money": money enters only from `external:*`). */
 export const FUNDING_SOURCE = 'external:funding';
@@ -28,36 +15,38 @@ export const PLATFORM_FEES = 'platform:fees';
 
 const accepted = (applied: boolean) => ({ ok: true as const, applied, state: 'settled' as const });
 
+/** A new entry of credit, settle or adjust: its record fields and postings. */
+interface Entry {
+  account: string;
+  amount: number;
+  postings: Posting[];
+  extra?: Record<string, unknown>;
+}
+
 /**
- * The common shape of credit, settle and adjust: lock the accounts, answer a replay of the same
- * terms with `applied: false` (§9), else post the entry.
+ * The write-path operation of credit, settle and adjust: lock `accounts`, answer a stored id as
+ * `existing`, else post the entry (one `clearing_apply` call).
  */
-async function post(
-  db: Knex,
-  door: Door,
-  txnId: string,
-  accounts: string[],
-  terms: Record<string, unknown>,
-  entry: () => { account: string; amount: number; postings: Posting[]; extra?: Record<string, unknown> },
-) {
-  return inTransaction(db, async (trx) => {
-    await lockAccounts(trx, accounts);
-    const existing = await findTransaction(trx, txnId);
-    if (existing) {
-      checkReplay(existing, door, terms);
-      return accepted(false);
-    }
-    const { account, amount, postings, extra } = entry();
-    await postEntry(trx, { txn_id: txnId, door, account, amount, terms, ...extra }, postings);
-    return accepted(true);
-  });
+function postOp(door: Door, txnId: string, accounts: string[], terms: Record<string, unknown>, entry: Entry): LedgerOp {
+  return { op: 'post', lock: accounts, txn_id: txnId, door, account: entry.account, amount: entry.amount, terms, postings: entry.postings, ...entry.extra };
+}
+
+/**
+ * Applies a `postOp`: a replay of the same terms answers `applied: false` (§9, else 422
+ * `terms_conflict`). Throws 404 `no_such_object` for an unknown account, 422 `invalid_request`
+ * past the balance bound.
+ */
+async function post(ledger: Ledger, op: LedgerOp) {
+  const outcome = await ledger.writes.apply(op);
+  if (outcome.existing) checkReplay(storedTransaction(outcome.existing), op.door as Door, op.terms as Record<string, unknown>);
+  return accepted(!outcome.existing);
 }
 
 /** credit (§6.7): value in from `external:funding`, idempotent on the payment's `txnId`; `simulated` is kept for good. */
-export async function credit(db: Knex, { body }: OperationRequest<'credit'>): Promise<OperationResult<'credit'>> {
+export async function credit(ledger: Ledger, { body }: OperationRequest<'credit'>): Promise<OperationResult<'credit'>> {
   refuseMachinery(body.account, 'account credited');
   const terms = termsOf({ account: body.account, amount: body.amount, simulated: body.simulated ?? false });
-  return post(db, 'credit', body.txnId, [body.account], terms, () => ({
+  return post(ledger, postOp('credit', body.txnId, [body.account], terms, {
     account: body.account,
     amount: body.amount,
     postings: [
@@ -73,12 +62,21 @@ export async function credit(db: Knex, { body }: OperationRequest<'credit'>): Pr
  * `platform:fees`. Never refused for insufficient funds (invariant 10). Throws 422
  * `invalid_request` when retail < rate, 404 `no_such_object` for an unknown account.
  */
-export async function settle(db: Knex, { body }: OperationRequest<'settle'>): Promise<OperationResult<'settle'>> {
+export async function settle(ledger: Ledger, { body }: OperationRequest<'settle'>): Promise<OperationResult<'settle'>> {
+  return post(ledger, settleOp(body));
+}
+
+/**
+ * The write-path operation of one settle (§6.8), after its own checks (also what the benchmark's
+ * `direct` path sends, so both run the same SQL). Throws 422 `invalid_request` when retail < rate
+ * or a machinery account is named.
+ */
+export function settleOp(body: OperationRequest<'settle'>['body']): LedgerOp {
   if (body.retail < body.rate) throw invalidRequest(`retail ${body.retail} is less than rate ${body.rate}; the caller cannot pay less than the owner earns`);
   refuseMachinery(body.caller, 'caller');
   refuseMachinery(body.owner, 'owner');
   const terms = termsOf({ caller: body.caller, owner: body.owner, rate: body.rate, retail: body.retail });
-  return post(db, 'settle', body.txnId, [body.caller, body.owner], terms, () => ({
+  return postOp('settle', body.txnId, [body.caller, body.owner], terms, {
     account: body.caller,
     amount: body.retail,
     postings: [
@@ -87,14 +85,14 @@ export async function settle(db: Knex, { body }: OperationRequest<'settle'>): Pr
       { account: PLATFORM_FEES, delta: body.retail - body.rate, kind: 'fee' },
     ],
     extra: { ref: body.ref, memo: body.memo },
-  }));
+  });
 }
 
 /** adjust (§6.10): a signed correction against `external:adjustments`; `amount` on the record is its size. */
-export async function adjust(db: Knex, { body }: OperationRequest<'adjust'>): Promise<OperationResult<'adjust'>> {
+export async function adjust(ledger: Ledger, { body }: OperationRequest<'adjust'>): Promise<OperationResult<'adjust'>> {
   refuseMachinery(body.account, 'account adjusted');
   const terms = termsOf({ account: body.account, delta: body.delta });
-  return post(db, 'adjust', body.txnId, [body.account], terms, () => ({
+  return post(ledger, postOp('adjust', body.txnId, [body.account], terms, {
     account: body.account,
     amount: Math.abs(body.delta),
     postings: [
@@ -112,48 +110,20 @@ export async function adjust(db: Knex, { body }: OperationRequest<'adjust'>): Pr
  * `already_reversed` naming the existing reversal. Reversing a draw gives its amount back to
  * the hold's cap, once, while the hold is open.
  */
-export async function reverse(db: Knex, { body }: OperationRequest<'reverse'>): Promise<OperationResult<'reverse'>> {
+export async function reverse(ledger: Ledger, { body }: OperationRequest<'reverse'>): Promise<OperationResult<'reverse'>> {
   const terms = termsOf({ reverses: body.reverses });
-  return inTransaction(db, async (trx) => {
-    const existing = await findTransaction(trx, body.txnId);
-    if (existing) {
-      checkReplay(existing, 'reverse', terms);
-      return { ...accepted(false), amount: existing.amount };
-    }
-    const original = await findTransaction(trx, body.reverses);
-    if (!original) throw noSuchObject(`there is no transaction ${body.reverses} to reverse`);
-    if (original.door === 'reverse') {
-      throw new HttpError(422, 'not_reversible', `${original.txn_id} is itself a correction (the reversal of ${original.reverses}) and cannot be reversed; if the charge should stand, charge it again under a new transaction id`);
-    }
-    if (original.door === 'adjust') {
-      throw new HttpError(422, 'not_reversible', `${original.txn_id} is itself a correction (an adjustment) and cannot be reversed; if it was wrong, adjust again by the opposite amount under a new transaction id`);
-    }
-    const postings = await postingsOf(trx, original.txn_id);
-    await lockAccounts(trx, [original.account, ...postings.map((p) => p.account)]);
-    const prior = await reversalOf(trx, original.txn_id);
-    // A replay that waited on the locks while its first arrival committed: the stored outcome (§9).
-    if (prior === body.txnId) return { ...accepted(false), amount: original.amount };
-    if (prior) throw new HttpError(422, 'already_reversed', `${original.txn_id} was already reversed by ${prior}`, { reversed_by: prior });
-    if (original.door === 'draw') await giveCapBack(trx, original.hold_id!, original.amount);
-    await postEntry(
-      trx,
-      { txn_id: body.txnId, door: 'reverse', account: original.account, amount: original.amount, terms, reverses: original.txn_id, reason: body.reason, actor: body.actor },
-      postings.map((p) => ({ account: p.account, delta: -p.delta, kind: `reverse-${p.kind}` })),
-    );
-    return { ...accepted(true), amount: original.amount };
-  });
-}
-
-/** §6.9: a reversed draw returns its amount to the hold's cap while the hold is open; a released hold gets nothing back. */
-async function giveCapBack(trx: Knex.Transaction, holdId: string, amount: number): Promise<void> {
-  const hold = await trx('clearing_holds').where({ hold_id: holdId }).first('account');
-  await expireHolds(trx, hold.account);
-  await trx('clearing_holds').where({ hold_id: holdId, status: 'open' }).decrement('drawn', amount);
+  const outcome = await ledger.writes.apply({ op: 'reverse', txn_id: body.txnId, reverses: body.reverses, terms, reason: body.reason, actor: body.actor });
+  if (outcome.existing) {
+    const existing = storedTransaction(outcome.existing);
+    checkReplay(existing, 'reverse', terms);
+    return { ...accepted(false), amount: existing.amount };
+  }
+  return { ...accepted(outcome.applied), amount: outcome.amount };
 }
 
 /** read-settlement (§6.4): one record per transaction id; `unknown` (200) when there is none. */
-export async function readSettlement(db: Knex, { params }: OperationRequest<'read-settlement'>): Promise<OperationResult<'read-settlement'>> {
-  return inTransaction(db, async (trx) => {
+export async function readSettlement(ledger: Ledger, { params }: OperationRequest<'read-settlement'>): Promise<OperationResult<'read-settlement'>> {
+  return inTransaction(ledger.db, async (trx) => {
     const txn = await findTransaction(trx, params.txnId);
     if (!txn) {
       return { txn_id: params.txnId, state: 'unknown', amount: null, account: null, opened_at: null, settled_at: null, failure: null, legs: [], reversed_by: null };

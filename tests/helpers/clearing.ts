@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
+import pg from 'pg';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { openDatabase, type Database } from '../../src/db/index.ts';
@@ -17,6 +18,37 @@ import type { OperationName } from '../../src/clearing/capabilities.ts';
 export function openTestDatabase(): Promise<Database> {
   const url = process.env.DATABASE_URL;
   return openDatabase(url ? { url } : { memory: true });
+}
+
+/**
+ * A database nobody else writes to: a fresh in-memory PGlite, or with `DATABASE_URL` a new
+ * database on that server (dropped by `dispose`). For tests whose figures include the machinery
+ * accounts, which every other test posts to as well.
+ */
+export async function openFreshDatabase(): Promise<{ db: Database; dispose(): Promise<void> }> {
+  const url = process.env.DATABASE_URL;
+  if (!url) {
+    const db = await openDatabase({ memory: true });
+    return { db, dispose: () => db.close() };
+  }
+  const name = `holon_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(sql);
+    await client.end();
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const own = new URL(url);
+  own.pathname = `/${name}`;
+  const db = await openDatabase({ url: own.toString() });
+  return {
+    db,
+    async dispose() {
+      await db.close();
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
 }
 
 /** A unique prefix for identifiers created by one test. */

@@ -1,0 +1,185 @@
+/**
+ * The gateway benchmark (issue 12 §2): what the gateway adds to a call. One trivial MCP agent
+ * (`agent.ts`, a `per_run` tool that answers at once) is called two ways, by closed-loop clients:
+ *
+ * - `gateway`: `POST /v0/calls` to a gateway process (`gateway.ts`) on Postgres, which resolves,
+ *   admits, reserves, runs the agent with its MCP client, writes the receipt and settles;
+ * - `direct`: the same agent called with the same MCP client (the gateway's `mcp` runtime) from
+ *   this process.
+ *
+ * Overhead per call = gateway latency − direct latency, at the same percentile. Billed calls/s
+ * are the gateway cell's calls, each checked to be `succeeded` and billed.
+ *
+ *   DATABASE_URL=postgres://... node --import tsx bench/gateway/run.ts
+ *
+ * Environment: `BENCH_SECONDS` (10) measured and `BENCH_WARMUP_SECONDS` (1) unmeasured seconds
+ * per cell, `BENCH_CLIENTS` (`1,16`), `BENCH_PORT_BASE` (4440: the agent listens on it, the
+ * gateway on the next port), `BENCH_CPU_PROF_DIR` a directory for a V8 CPU profile of the gateway,
+ * `BENCH_OUT` a JSON path. The last line of a run is
+ * `gateway_overhead_p50_ms_1=… gateway_overhead_p99_ms_1=… gateway_overhead_p50_ms_16=… gateway_overhead_p99_ms_16=… billed_calls_per_s_16=…`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createMcpRuntime } from '../../src/runtimes/mcp.ts';
+import { JsonClient } from '../clearing/binding.ts';
+import { runCell, type CellResult, type Operation } from '../clearing/measure.ts';
+
+/** How long a child may take to print its first line. */
+const START_TIMEOUT_MS = 60_000;
+/** The benchmark agent's price per run, as its manifest states it. */
+const PRICE = '0.001';
+
+/** A child process and the first line it printed. */
+interface Child {
+  process: ChildProcess;
+  line: string;
+}
+
+/** Starts `node [nodeArgs] --import tsx <script> ...args` and resolves with its first line of output. Rejects with its stderr when it exits first. */
+function startChild(script: string, args: string[], env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<Child> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', fileURLToPath(new URL(script, import.meta.url)), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-16_384)));
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} did not start within ${START_TIMEOUT_MS} ms: ${stderr}`));
+    }, START_TIMEOUT_MS);
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      const end = stdout.indexOf('\n');
+      if (end >= 0) {
+        clearTimeout(timer);
+        resolve({ process: child, line: stdout.slice(0, end) });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited with ${code} before starting: ${stderr}`));
+    });
+  });
+}
+
+/** Stops a child with SIGTERM and waits for it. */
+async function stopChild(child: Child | null): Promise<void> {
+  if (!child || child.process.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.process.once('exit', resolve));
+  child.process.kill('SIGTERM');
+  await exited;
+}
+
+/** The benchmark agent's manifest: per_run, charged on success, the `echo` tool at `endpoint`. */
+function manifest(endpoint: string): string {
+  return [
+    'id: bench/echo',
+    'version: 1.0.0',
+    'summary: Answers its input at once (the gateway benchmark).',
+    'capabilities: [bench.echo]',
+    'interface:',
+    '  input: { type: object }',
+    '  output: { type: object }',
+    '  charge_on: success',
+    `price: { model: per_run, currency: EUR, amount: "${PRICE}" }`,
+    `runtime: { kind: mcp, endpoint: "${endpoint}", tool: echo, limits: { timeout_s: 30 } }`,
+    'license: Apache-2.0',
+    '',
+  ].join('\n');
+}
+
+/** Formats a number with `digits` decimals, or a dash. */
+const fixed = (value: number | undefined, digits: number) => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
+
+/** Runs both paths at each client count and prints the table and the summary line. */
+async function main(): Promise<void> {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('set DATABASE_URL to a Postgres server (see bench/README.md)');
+  const seconds = Number(process.env.BENCH_SECONDS || 10);
+  const warmup_s = Number(process.env.BENCH_WARMUP_SECONDS || 1);
+  const clientCounts = (process.env.BENCH_CLIENTS || '1,16').split(',').map(Number);
+  const portBase = Number(process.env.BENCH_PORT_BASE || 4440);
+  const work = await mkdtemp(path.join(os.tmpdir(), 'holon-bench-gateway-'));
+  const monitor = new pg.Client({ connectionString: url });
+  await monitor.connect();
+  let agent: Child | null = null;
+  let gateway: Child | null = null;
+  try {
+    agent = await startChild('./agent.ts', [String(portBase)], process.env);
+    const endpoint = agent.line.replace('listening on ', '');
+    const agentDir = path.join(work, 'agents', 'bench--echo');
+    await mkdir(agentDir, { recursive: true });
+    await writeFile(path.join(agentDir, 'holon.yaml'), manifest(endpoint));
+    await mkdir(path.join(work, 'data', 'mandates'), { recursive: true });
+    const profileDir = process.env.BENCH_CPU_PROF_DIR;
+    gateway = await startChild('./gateway.ts', [String(portBase + 1), path.join(work, 'agents'), path.join(work, 'data')], process.env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+    const { url: gatewayUrl, mandate } = JSON.parse(gateway.line) as { url: string; mandate: string };
+    const http = new JsonClient(gatewayUrl, Math.max(...clientCounts));
+    const runtime = createMcpRuntime();
+    const target = { id: 'bench/echo', version: '1.0.0', runtime: { kind: 'mcp' as const, endpoint, tool: 'echo' } };
+
+    const viaGateway: Operation = async (client, n) => {
+      const answer = await http.post('/v0/calls', { mandate, agent: 'bench/echo', input: { client, n } });
+      if (answer.status !== 200 || answer.body.receipt?.status !== 'succeeded' || answer.body.receipt?.billed !== true) {
+        throw new Error(`call ${client}/${n} answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 400)}`);
+      }
+    };
+    const direct: Operation = async (client, n) => {
+      const outcome = await runtime.run({
+        target,
+        input: { client, n },
+        call_id: `direct-${client}-${n}`,
+        max_cost: null,
+        credential: null,
+        signal: new AbortController().signal,
+        delegate: () => Promise.reject(new Error('the benchmark agent delegates nothing')),
+      });
+      if (outcome.kind !== 'output') throw new Error(`direct call ${client}/${n}: ${JSON.stringify(outcome)}`);
+    };
+    const subjects = {
+      bindingPid: gateway.process.pid!,
+      postgresPids: async () => (await monitor.query('select pid from pg_stat_activity')).rows.map((r) => Number(r.pid)),
+    };
+    console.log(`# gateway benchmark: ${JSON.stringify({ cpus: os.availableParallelism(), node: process.version, loadavg: os.loadavg().map((l) => Number(l.toFixed(2))), seconds, warmup_s })}`);
+    const rows: Array<CellResult & { path: string }> = [];
+    for (const clients of clientCounts) {
+      for (const [name, op] of [['gateway', viaGateway], ['direct', direct]] as const) {
+        const result = await runCell(clients, seconds, warmup_s, op, subjects);
+        console.log(`${name} clients=${clients}: ${result.ops_per_s.toFixed(0)}/s p50 ${result.p50_ms.toFixed(2)} ms p99 ${result.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(result.cpu)}`);
+        rows.push({ path: name, ...result });
+      }
+    }
+    http.close();
+    console.log('\n| path | clients | calls/s | p50 ms | p99 ms | CPU ms/call gateway | postgres | bench (clients, agent) | CPU other (cores) |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    const perCall = (cores: number | undefined, r: CellResult) => (cores === undefined ? undefined : (cores * 1000) / r.ops_per_s);
+    for (const r of rows) {
+      console.log(
+        `| ${r.path} | ${r.clients} | ${fixed(r.ops_per_s, 0)} | ${fixed(r.p50_ms, 2)} | ${fixed(r.p99_ms, 2)} | ${fixed(perCall(r.cpu?.binding, r), 2)} | ` +
+          `${fixed(perCall(r.cpu?.postgres, r), 2)} | ${fixed(perCall(r.cpu?.bench, r), 2)} | ${fixed(r.cpu?.other, 2)} |`,
+      );
+    }
+    const cellOf = (p: string, clients: number) => rows.find((r) => r.path === p && r.clients === clients);
+    const overhead = (clients: number, key: 'p50_ms' | 'p99_ms') => {
+      const g = cellOf('gateway', clients);
+      const d = cellOf('direct', clients);
+      return g && d ? g[key] - d[key] : undefined;
+    };
+    console.log(
+      `\ngateway_overhead_p50_ms_1=${fixed(overhead(1, 'p50_ms'), 2)} gateway_overhead_p99_ms_1=${fixed(overhead(1, 'p99_ms'), 2)} ` +
+        `gateway_overhead_p50_ms_16=${fixed(overhead(16, 'p50_ms'), 2)} gateway_overhead_p99_ms_16=${fixed(overhead(16, 'p99_ms'), 2)} ` +
+        `billed_calls_per_s_16=${fixed(cellOf('gateway', 16)?.ops_per_s, 0)}`,
+    );
+    if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ rows }, null, 2));
+  } finally {
+    await stopChild(gateway);
+    await stopChild(agent);
+    await monitor.end();
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+await main();

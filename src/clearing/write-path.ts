@@ -1,0 +1,178 @@
+/**
+ * The reference binding's write path (issue 12 §1): every value-moving request is one call of
+ * the database function `clearing_apply` (migrations/005_clearing_write_path.ts) as fixed SQL on
+ * a raw driver connection from the knex pool (`raw-sql.ts`), the same text on both engines.
+ *
+ * Group commit: while a batch is at the database, requests arriving within `window_ms` of the
+ * first one of the next batch (or until `batch_max` are waiting) go to the database together, as
+ * one statement and so one transaction; when none is, the requests of the current turn of the
+ * event loop go at once, so a lone request does not wait for a window.
+ * Each request gets its own outcome: every operation runs in its own subtransaction, and the
+ * batch locks all its accounts in id order first (batches never deadlock on accounts). An
+ * answer is sent only after the batch committed, so a crash mid-batch loses nothing that was
+ * answered. When the whole statement fails (the connection drops, the commit is refused), each
+ * operation of the batch is tried again on its own, so one request can never sink another.
+ */
+import type { Knex } from 'knex';
+import { HttpError } from '../http/errors.ts';
+import { rawQuery } from './raw-sql.ts';
+import { refusalOf } from './refusals.ts';
+
+/** One value-moving operation as `clearing_apply` takes it (see the migration for each shape). */
+export type LedgerOp = { op: 'post' | 'reverse' | 'open-hold' | 'resize-hold' | 'release-hold' | 'draw' } & Record<string, unknown>;
+
+/** What `clearing_apply` answers for one operation: its outcome, or the error its subtransaction raised. */
+export type OpOutcome = Record<string, any>;
+
+/** Settings of the write path (README "Reference binding: write path"). */
+export interface WritePathOptions {
+  /** Group concurrent requests into one transaction (default true; env `HOLON_CLEARING_GROUP_COMMIT=off` turns it off). */
+  group_commit: boolean;
+  /** Longest wait for more requests after the first of a batch, in milliseconds (default 1; env `HOLON_CLEARING_GROUP_WINDOW_MS`, 0–10). */
+  window_ms: number;
+  /** Most operations per batch (default 32; env `HOLON_CLEARING_GROUP_MAX`, 1–64: PostgreSQL keeps 64 subtransactions per transaction in memory). */
+  batch_max: number;
+  /** Most requests waiting for the database at once; beyond it a write is refused 503 `overloaded` (default 4096; env `HOLON_CLEARING_QUEUE_MAX`). */
+  queue_max: number;
+}
+
+/** The defaults of `WritePathOptions`. */
+export const WRITE_PATH_DEFAULTS: WritePathOptions = { group_commit: true, window_ms: 1, batch_max: 32, queue_max: 4096 };
+
+/** Attempts of one operation that lost a race (unique violation on a new id, deadlock): the same as the old knex path. */
+const RACE_ATTEMPTS = 3;
+/** SQLSTATEs of a lost race, after which the operation is run again and finds the winner's row (§9). */
+const RACE_STATES = new Set(['23505', '40P01']);
+
+/** Reads an integer setting in [min, max] from `env`, or `fallback`. Throws naming the variable and the bounds. */
+function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name}=${text} is not an integer from ${min} to ${max}`);
+  return value;
+}
+
+/** The write-path settings named by the environment (`HOLON_CLEARING_GROUP_COMMIT` on|off, `..._GROUP_WINDOW_MS`, `..._GROUP_MAX`, `..._QUEUE_MAX`). Throws on a malformed value. */
+export function writePathOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): WritePathOptions {
+  const switchText = env.HOLON_CLEARING_GROUP_COMMIT ?? 'on';
+  if (switchText !== 'on' && switchText !== 'off') throw new Error(`HOLON_CLEARING_GROUP_COMMIT=${switchText} is neither on nor off`);
+  return {
+    group_commit: switchText === 'on',
+    window_ms: integerSetting(env, 'HOLON_CLEARING_GROUP_WINDOW_MS', WRITE_PATH_DEFAULTS.window_ms, 0, 10),
+    batch_max: integerSetting(env, 'HOLON_CLEARING_GROUP_MAX', WRITE_PATH_DEFAULTS.batch_max, 1, 64),
+    queue_max: integerSetting(env, 'HOLON_CLEARING_QUEUE_MAX', WRITE_PATH_DEFAULTS.queue_max, 1, 1_000_000),
+  };
+}
+
+/** The one statement of the write path: `$1` is the JSON array of operations. */
+export const APPLY_SQL = 'SELECT clearing_apply($1::jsonb) AS outcomes';
+
+/** Runs `ops` as one `clearing_apply` call on a raw connection from `db`'s pool; answers one outcome per operation. Throws when the statement as a whole fails. */
+export async function applyBatch(db: Knex, ops: LedgerOp[]): Promise<OpOutcome[]> {
+  const [row] = await rawQuery(db, APPLY_SQL, [JSON.stringify(ops)]);
+  return row.outcomes;
+}
+
+/** A request waiting for its batch. */
+interface Waiting {
+  op: LedgerOp;
+  resolve(outcome: OpOutcome): void;
+  reject(error: unknown): void;
+}
+
+/** The write path of one binding: `apply` answers an operation's outcome or throws its refusal. */
+export class WritePath {
+  private forming: Waiting[] = [];
+  /** Cancels the scheduled send of the forming batch; null when none is scheduled. */
+  private scheduled: (() => void) | null = null;
+  private pending = 0;
+  /** Batches sent and not yet answered. */
+  private inFlight = 0;
+  /** Statements sent and operations carried by them since the start (what group commit saved: operations − batches). */
+  readonly stats = { batches: 0, operations: 0 };
+
+  constructor(
+    private readonly db: Knex,
+    readonly options: WritePathOptions = WRITE_PATH_DEFAULTS,
+  ) {}
+
+  /**
+   * Applies one operation and answers its outcome (`existing` for a stored id). Throws the
+   * operation's §7 refusal as an `HttpError`, 503 `overloaded` when `queue_max` requests are
+   * already waiting, or the database's error (answered 500) when it failed otherwise.
+   */
+  async apply(op: LedgerOp): Promise<OpOutcome> {
+    if (this.pending >= this.options.queue_max) {
+      throw new HttpError(503, 'overloaded', `${this.pending} writes are already waiting for the ledger (the bound is ${this.options.queue_max}); retry shortly`);
+    }
+    this.pending++;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const outcome = await (this.options.group_commit ? this.enqueue(op) : this.alone(op));
+        const error = outcome.error as { sqlstate: string; message: string; detail: string | null } | undefined;
+        if (!error) return outcome;
+        if (RACE_STATES.has(error.sqlstate) && attempt < RACE_ATTEMPTS) continue;
+        throw refusalOf(error.sqlstate, error.detail) ?? Object.assign(new Error(error.message), { code: error.sqlstate });
+      }
+    } finally {
+      this.pending--;
+    }
+  }
+
+  /** One operation as its own batch. */
+  private async alone(op: LedgerOp): Promise<OpOutcome> {
+    return (await this.count([op]))[0];
+  }
+
+  /** `applyBatch`, counted in `stats`. */
+  private count(ops: LedgerOp[]): Promise<OpOutcome[]> {
+    this.stats.batches++;
+    this.stats.operations += ops.length;
+    return applyBatch(this.db, ops);
+  }
+
+  /**
+   * Adds `op` to the forming batch. The batch is sent when it is full; else, when no batch is at
+   * the database, at the end of this turn of the event loop (a lone request waits for nothing);
+   * else when its window closes.
+   */
+  private enqueue(op: LedgerOp): Promise<OpOutcome> {
+    return new Promise((resolve, reject) => {
+      this.forming.push({ op, resolve, reject });
+      if (this.forming.length >= this.options.batch_max) this.send();
+      else if (this.scheduled === null) this.scheduled = this.inFlight === 0 ? this.soon() : this.later();
+    });
+  }
+
+  /** Schedules `send` at the end of this turn of the event loop; answers its canceller. */
+  private soon(): () => void {
+    const immediate = setImmediate(() => this.send());
+    return () => clearImmediate(immediate);
+  }
+
+  /** Schedules `send` when the window closes; answers its canceller. */
+  private later(): () => void {
+    const timeout = setTimeout(() => this.send(), this.options.window_ms);
+    return () => clearTimeout(timeout);
+  }
+
+  /** Sends the forming batch; on a failure of the whole statement, runs each operation on its own. */
+  private send(): void {
+    this.scheduled?.();
+    this.scheduled = null;
+    const batch = this.forming;
+    this.forming = [];
+    if (batch.length === 0) return;
+    this.inFlight++;
+    this.count(batch.map((w) => w.op))
+      .then(
+        (outcomes) => batch.forEach((w, i) => w.resolve(outcomes[i])),
+        (error) => {
+          if (batch.length === 1) return batch[0].reject(error);
+          for (const w of batch) this.alone(w.op).then(w.resolve, w.reject);
+        },
+      )
+      .finally(() => this.inFlight--);
+  }
+}
