@@ -10,6 +10,7 @@ import * as gatewayApi from '../generated/gateway/client/sdk.gen.ts';
 import { targetFromEnv } from './db/index.ts';
 import { startClearingServer } from './clearing/server.ts';
 import { startGateway } from './gateway/server.ts';
+import { startHostedGateway } from './hosted/server.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
 function closeOnSignal(close: () => Promise<void>): void {
@@ -89,8 +90,13 @@ program
   .option('--port <port>', 'TCP port', '4000')
   .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
   .option('--clearing-url <url>', 'use this clearing binding instead of the reference one')
-  .action(async (opts: { port: string; db: string; clearingUrl?: string }) => {
-    const running = await starting('the gateway', () => startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl }));
+  .option('--hosted', 'run the hosted gateway (gateway §7): accounts, keys, principals; PORT and HOST from the environment when set')
+  .action(async (opts: { port: string; db: string; clearingUrl?: string; hosted?: boolean }) => {
+    const running = await starting('the gateway', () =>
+      opts.hosted
+        ? startHostedGateway({ port: Number(process.env.PORT ?? opts.port), host: process.env.HOST, db: opts.db })
+        : startGateway({ port: Number(opts.port), db: opts.db, clearing_url: opts.clearingUrl }),
+    );
     process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''})\n`);
     closeOnSignal(running.close);
   });

@@ -10,7 +10,7 @@ import { operationTable, schemaDocument, type OperationRequest } from '../../gen
 import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
-import { mcpMiddleware } from '../mcp/server.ts';
+import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { approvalView, pendingApprovals } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clearing.ts';
@@ -34,10 +34,23 @@ export interface GatewayAppOptions {
   /** The mandate the MCP server at `/mcp` calls under. */
   mcp_mandate: string;
   logger: Logger;
+  /** What a composition above the gateway adds (the hosted gateway, gateway §7); absent: the dev gateway. */
+  extension?: GatewayAppExtension;
+}
+
+/**
+ * Hooks a composition passes in, so the gateway never imports what is built above it:
+ * middleware run before `/mcp` and the routes (e.g. resolving the principal), the handler table
+ * built over the gateway's own (e.g. scoping each operation), and how `/mcp` binds a session.
+ */
+export interface GatewayAppExtension {
+  middleware: Koa.Middleware[];
+  handlers(defaults: Record<string, MountedHandler>): Record<string, MountedHandler>;
+  mcp_session?: McpOptions['session'];
 }
 
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`. */
-async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
+export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
   ctx.status = result.http;
   const receipt = await gateway.tree(result.receipt);
   if (result.http === 200) return { output: result.output, receipt };
@@ -86,6 +99,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     },
 
     'decide-approval': async ({ params, body }: OperationRequest<'decide-approval'>, ctx) => {
+      if (body.run === false) throw new HttpError(422, 'invalid_request', 'invalid request: {"run": false} (grant without running) is offered by the hosted gateway only');
       const decided = await decideApproval(db, gateway, params.id, body.decision ?? 'approve');
       if ('rejected' in decided) return { approval: approvalView(decided.rejected, currency) };
       return answer(ctx, gateway, decided.run, currency);
@@ -129,8 +143,9 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
 
   const app = new Koa();
   app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
-  const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger });
+  for (const middleware of options.extension?.middleware ?? []) app.use(middleware);
+  const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger, session: options.extension?.mcp_session });
   app.use(mcp);
-  mountOperations(app, { table: operationTable, schemaDocument, handlers });
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: options.extension ? options.extension.handlers(handlers) : handlers });
   return { app, close: mcp.close };
 }

@@ -75,10 +75,11 @@ export async function treeOf(db: Knex, receipt: Receipt): Promise<ReceiptTree> {
   return { ...receipt, calls };
 }
 
-/** Root receipts (no parent), newest first, optionally under one root mandate, as trees. */
-export async function listReceiptTrees(db: Knex, options: { mandate?: string; limit: number }): Promise<ReceiptTree[]> {
+/** Root receipts (no parent), newest first, optionally under one root mandate or any of `mandates` (hosted scoping), as trees. */
+export async function listReceiptTrees(db: Knex, options: { mandate?: string; mandates?: readonly string[]; limit: number }): Promise<ReceiptTree[]> {
   const query = db('gateway_receipts').whereNull('parent').orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
   if (options.mandate) query.where({ root_mandate: options.mandate });
+  if (options.mandates) query.whereIn('root_mandate', options.mandates);
   const trees: ReceiptTree[] = [];
   for (const row of await query.select('document')) trees.push(await treeOf(db, documentOf(row)));
   return trees;

@@ -18,7 +18,7 @@ import { startClearingServer, type RunningClearing } from '../clearing/server.ts
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import { runtimeFor } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused } from './clearing.ts';
-import { createGatewayApp } from './app.ts';
+import { createGatewayApp, type GatewayAppExtension } from './app.ts';
 import { Gateway } from './lifecycle.ts';
 import { closeReservation, storeMandate } from './mandates.ts';
 import { Outbox } from './outbox.ts';
@@ -39,7 +39,7 @@ export const DEV_CREDIT_MICROS = 100_000_000;
  * without that door answers 404, and then its accounts are its own business (clearing-contract §4);
  * an account it refuses is logged, and calls that need it are refused when they happen.
  */
-async function prepareAccounts(clearing: ClearingPort, accounts: readonly string[], logger: Logger): Promise<void> {
+async function prepareAccounts(clearing: ClearingPort, accounts: readonly string[], logger: Logger, dev_credit: boolean): Promise<void> {
   for (const account of new Set(accounts)) {
     try {
       await clearing.createAccount(account);
@@ -52,6 +52,7 @@ async function prepareAccounts(clearing: ClearingPort, accounts: readonly string
       logger.warn({ account }, error.message);
     }
   }
+  if (!dev_credit) return;
   try {
     await clearing.credit('demo-credit:dev', DEV_ACCOUNT, DEV_CREDIT_MICROS, 'dev gateway demo credit', true);
   } catch (error) {
@@ -79,6 +80,24 @@ export interface GatewayServerOptions {
   /** Start `agents/host.mjs` on this port (default 4300, where the shipped manifests point); null: do not start it. */
   agents_host_port?: number | null;
   logger?: Logger;
+  /** Interface to listen on (default 127.0.0.1; a container gives 0.0.0.0). */
+  host?: string;
+  /**
+   * A composition above the gateway (the hosted gateway, gateway §7), called once the gateway is
+   * ready and before it listens; what it answers extends the app. With it, the dev account, its
+   * credit and the example mandates are left out.
+   */
+  extend?: (parts: GatewayParts) => Promise<GatewayAppExtension>;
+}
+
+/** What {@link GatewayServerOptions.extend} is handed. */
+export interface GatewayParts {
+  database: Database;
+  gateway: Gateway;
+  registry: Registry;
+  clearing: ClearingPort;
+  outbox: Outbox;
+  logger: Logger;
 }
 
 /** A running gateway. */
@@ -185,7 +204,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
 
   await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents());
   const registry = await Registry.fromDatabase(db);
-  await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
+  if (!options.extend) await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
   const outbox = new Outbox(db, clearing, logger);
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
@@ -195,7 +214,9 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
-  await prepareAccounts(clearing, [DEV_ACCOUNT, ...(await rootPayers()), ...authors()], logger);
+  const dev = !options.extend;
+  await prepareAccounts(clearing, [...(dev ? [DEV_ACCOUNT] : []), ...(await rootPayers()), ...authors()], logger, dev);
+  const extension = options.extend ? await options.extend({ database, gateway, registry, clearing, outbox, logger }) : undefined;
   outbox.start();
   closers.push(() => outbox.stop());
   const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort) : null;
@@ -214,8 +235,9 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
       const names = [...new Set([...(await rootPayers()), ...authors()])].sort().map((account) => ({ name: account, account }));
       return [...names, { name: 'holon', account: PLATFORM_FEES }];
     },
+    extension,
   });
-  const server = app.listen(options.port, '127.0.0.1');
+  const server = app.listen(options.port, options.host ?? '127.0.0.1');
   closers.push(async () => {
     await closeApp();
     server.closeAllConnections();
