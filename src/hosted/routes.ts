@@ -17,6 +17,7 @@ import type { Gateway } from '../gateway/lifecycle.ts';
 import { budgetOf, budgetView, loadMandate, storeMandate } from '../gateway/mandates.ts';
 import { listReceiptTrees } from '../gateway/receipts.ts';
 import { adminCredit, clearingFailure, mandateRefused, signUp, type AccountDeps } from './accounts.ts';
+import type { GithubHandlers } from './github.ts';
 import { grantApproval } from './grants.ts';
 import { liveKeys, mintKey, MAX_LIVE_KEYS, keyView } from './keys.ts';
 import { OPERATION_PRINCIPALS } from './policy.ts';
@@ -28,8 +29,8 @@ import { idempotentCall } from './idempotency.ts';
 export interface HostedRouteDeps extends AccountDeps {
   gateway: Gateway;
   clearing: ClearingPort;
-  /** The GitHub sign-in handlers, or null when it is off. */
-  github: Partial<Record<'github-signin' | 'github-callback' | 'github-exchange', MountedHandler>>;
+  /** The GitHub sign-in handlers (answering 503 when it is off). */
+  github: GithubHandlers;
 }
 
 /** An account's figures as `AccountBalance`; null when the binding has no account for it. */

@@ -8,6 +8,7 @@ import type Koa from 'koa';
 import pino, { type Logger } from 'pino';
 import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
+import { githubOff } from './github.ts';
 import { interruptRunningClaims } from './idempotency.ts';
 import { principalMiddleware, principalOf, requirePrincipal } from './principal.ts';
 import { hostedHandlers } from './routes.ts';
@@ -56,7 +57,7 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
     signup_credit_micros: settings.signup_credit_micros,
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
-    github: {},
+    github: githubOff(),
   };
   return {
     middleware: [principalMiddleware(db, settings.admin_key), mcpNeedsAgentKey],

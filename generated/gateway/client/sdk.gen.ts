@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsResponses, ListSettlementsData, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SignupData, SignupErrors, SignupResponses } from './types.gen.js';
+import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SignupData, SignupErrors, SignupResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -23,7 +23,7 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  *
  * Answers without touching state (gateway §7 "Extra endpoints").
  */
-export const health = <ThrowOnError extends boolean = false>(options?: Options<HealthData, ThrowOnError>) => (options?.client ?? client).get<HealthResponses, unknown, ThrowOnError>({
+export const health = <ThrowOnError extends boolean = false>(options?: Options<HealthData, ThrowOnError>) => (options?.client ?? client).get<HealthResponses, HealthErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/healthz',
     ...options
@@ -71,7 +71,7 @@ export const call = <ThrowOnError extends boolean = false>(options: Options<Call
  *
  * Every approval still waiting for a decision, newest first. Pending approvals expire after 7 days and forget their input.
  */
-export const listApprovals = <ThrowOnError extends boolean = false>(options?: Options<ListApprovalsData, ThrowOnError>) => (options?.client ?? client).get<ListApprovalsResponses, unknown, ThrowOnError>({
+export const listApprovals = <ThrowOnError extends boolean = false>(options?: Options<ListApprovalsData, ThrowOnError>) => (options?.client ?? client).get<ListApprovalsResponses, ListApprovalsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/approvals',
     ...options
@@ -108,7 +108,7 @@ export const decideApproval = <ThrowOnError extends boolean = false>(options: Op
  *
  * Root receipts (those without a parent), newest first, each as a tree through `children`.
  */
-export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, unknown, ThrowOnError>({
+export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, ListReceiptsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/receipts',
     ...options
@@ -152,7 +152,7 @@ export const listAccounts = <ThrowOnError extends boolean = false>(options?: Opt
  *
  * The settlement intents the gateway wrote down before posting them, with their state; `abandoned` ones are kept here for an operator.
  */
-export const listSettlements = <ThrowOnError extends boolean = false>(options?: Options<ListSettlementsData, ThrowOnError>) => (options?.client ?? client).get<ListSettlementsResponses, unknown, ThrowOnError>({
+export const listSettlements = <ThrowOnError extends boolean = false>(options?: Options<ListSettlementsData, ThrowOnError>) => (options?.client ?? client).get<ListSettlementsResponses, ListSettlementsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/settlements',
     ...options

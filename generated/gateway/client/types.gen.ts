@@ -684,6 +684,15 @@ export type HealthData = {
     url: '/healthz';
 };
 
+export type HealthErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+};
+
+export type HealthError = HealthErrors[keyof HealthErrors];
+
 export type HealthResponses = {
     /**
      * The gateway is alive.
@@ -716,6 +725,10 @@ export type SearchAgentsData = {
 };
 
 export type SearchAgentsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
     /**
      * No such agent, mandate, approval, receipt or route.
      */
@@ -752,6 +765,10 @@ export type ReadAgentData = {
 };
 
 export type ReadAgentErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
     /**
      * No such agent, mandate, approval, receipt or route.
      */
@@ -838,6 +855,19 @@ export type ListApprovalsData = {
     query?: never;
     url: '/v0/approvals';
 };
+
+export type ListApprovalsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+};
+
+export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
 
 export type ListApprovalsResponses = {
     /**
@@ -956,6 +986,23 @@ export type ListReceiptsData = {
     url: '/v0/receipts';
 };
 
+export type ListReceiptsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+};
+
+export type ListReceiptsError = ListReceiptsErrors[keyof ListReceiptsErrors];
+
 export type ListReceiptsResponses = {
     /**
      * The receipt trees.
@@ -980,6 +1027,14 @@ export type ReadReceiptData = {
 };
 
 export type ReadReceiptErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
     /**
      * No such agent, mandate, approval, receipt or route.
      */
@@ -1015,6 +1070,14 @@ export type ReadMandateData = {
 
 export type ReadMandateErrors = {
     /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
      * No such agent, mandate, approval, receipt or route.
      */
     404: ErrorBody;
@@ -1039,6 +1102,14 @@ export type ListAccountsData = {
 };
 
 export type ListAccountsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
     /**
      * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
      */
@@ -1070,6 +1141,19 @@ export type ListSettlementsData = {
     };
     url: '/v0/settlements';
 };
+
+export type ListSettlementsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+};
+
+export type ListSettlementsError = ListSettlementsErrors[keyof ListSettlementsErrors];
 
 export type ListSettlementsResponses = {
     /**
