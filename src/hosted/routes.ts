@@ -31,6 +31,8 @@ export interface HostedRouteDeps extends AccountDeps {
   clearing: ClearingPort;
   /** The GitHub sign-in handlers (answering 503 when it is off). */
   github: GithubHandlers;
+  /** Counts one sign-up from the request's address; throws 429 past the bound. */
+  limitSignup: (ctx: Koa.Context) => Promise<void>;
 }
 
 /** An account's figures as `AccountBalance`; null when the binding has no account for it. */
@@ -71,6 +73,19 @@ export function hostedMandate(handle: string, body: Record<string, any>, fx: Rec
   if (budget.currency !== undefined && budget.currency !== 'EUR') throw refuse('budget.currency must be EUR on this gateway');
   if (budget.fx !== undefined) throw refuse('budget.fx is set by the platform on hosted mandates: leave it out');
   return { ...body, id: `${handle}/${name}`, issuer: handle, budget: { ...budget, currency: 'EUR', fx } };
+}
+
+/** Throws 422 `invalid_request` when a string of the request holds a NUL character: Postgres JSONB cannot store it (gateway §7 "Limits"). */
+export function refuseNul(value: unknown, where = 'request'): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw new HttpError(422, 'invalid_request', `invalid request: ${where} holds a NUL character (U+0000), which is refused`);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  for (const [key, item] of Object.entries(value)) {
+    refuseNul(key, where);
+    refuseNul(item, `${where}.${key}`);
+  }
 }
 
 /** Builds the hosted handler table over the gateway's defaults; every handler first asks the principal. */
@@ -139,6 +154,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     },
 
     signup: async ({ body }: OperationRequest<'signup'>, ctx) => {
+      await deps.limitSignup(ctx);
       const created = await signUp(deps, body);
       ctx.status = 201;
       return created;
@@ -218,6 +234,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     if (!handler && !fallback) continue;
     table[operation] = async (request, ctx) => {
       const principal = requirePrincipal(ctx, kinds);
+      refuseNul(request);
       return handler ? handler(request, ctx, principal) : fallback!(request, ctx);
     };
   }

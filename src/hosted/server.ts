@@ -9,6 +9,7 @@ import pino, { type Logger } from 'pino';
 import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
 import { githubOff } from './github.ts';
+import { rateLimits } from './limits.ts';
 import { interruptRunningClaims } from './idempotency.ts';
 import { principalMiddleware, principalOf, requirePrincipal } from './principal.ts';
 import { hostedHandlers } from './routes.ts';
@@ -50,6 +51,7 @@ const mcpNeedsAgentKey: Koa.Middleware = async (ctx, next) => {
 export async function hostedExtension(parts: GatewayParts, settings: HostedSettings): Promise<GatewayAppExtension> {
   const db = parts.database.knex;
   await interruptRunningClaims(db);
+  const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
   const deps = {
     db,
     gateway: parts.gateway,
@@ -58,9 +60,10 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
     github: githubOff(),
+    limitSignup: limits.signup,
   };
   return {
-    middleware: [principalMiddleware(db, settings.admin_key), mcpNeedsAgentKey],
+    middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(deps, defaults),
     mcp_session: (ctx) => {
       const principal = principalOf(ctx);

@@ -5,6 +5,7 @@
  * disables a feature (GitHub sign-in) never stops it.
  */
 import { parseMoney, type Micros } from '../contracts/money.ts';
+import type { RateLimits } from './limits.ts';
 
 /** The hosted settings. Money in EUR micro-units. */
 export interface HostedSettings {
@@ -21,6 +22,16 @@ export interface HostedSettings {
   github: { client_id: string; client_secret: string; web_url: string; api_url: string } | null;
   /** Exchange rates set by the platform on hosted mandates (`HOLON_FX`, JSON `{"USD": "0.92"}`). */
   fx: Record<string, string>;
+  rate_limits: RateLimits;
+}
+
+/** Reads a positive integer setting, `fallback` when unset; a malformed one is a problem. */
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, problems: string[]): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 1) problems.push(`${name} must be a positive integer`);
+  return value;
 }
 
 /** What production refuses to start without, and why. */
@@ -70,6 +81,12 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
       problems.push('HOLON_FX must be a JSON object of rates, e.g. {"USD": "0.92"}');
     }
   }
+  const rate_limits: RateLimits = {
+    address_per_minute: positive(env, 'HOLON_RATE_ADDRESS', 600, problems),
+    account_per_minute: positive(env, 'HOLON_RATE_ACCOUNT', 120, problems),
+    admin_per_minute: positive(env, 'HOLON_RATE_ADMIN', 60, problems),
+    signups_per_hour: positive(env, 'HOLON_RATE_SIGNUP', 5, problems),
+  };
   if (problems.length > 0) throw new Error(`refusing to start: ${problems.join('; ')}`);
   const admin_key = env.HOLON_ADMIN_KEY || null;
   const { HOLON_GITHUB_CLIENT_ID: id, HOLON_GITHUB_CLIENT_SECRET: secret } = env;
@@ -83,5 +100,6 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
       ? { client_id: id, client_secret: secret, web_url: env.HOLON_GITHUB_URL ?? 'https://github.com', api_url: env.HOLON_GITHUB_API_URL ?? 'https://api.github.com' }
       : null,
     fx,
+    rate_limits,
   };
 }

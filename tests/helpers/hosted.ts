@@ -43,7 +43,9 @@ export const uniqueAccount = (prefix = 'h'): string => `${prefix}-${randomUUID()
 /** Starts a hosted gateway for tests; `settings` override the defaults above. */
 export async function startTestHosted(options: { store?: { db: string; database_url?: string }; settings?: Partial<HostedSettings> } = {}): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
-  const settings: HostedSettings = { ...readSettings({ HOLON_ADMIN_KEY: ADMIN_KEY }), ...options.settings };
+  // Generous rate limits unless a test sets its own: every test request comes from 127.0.0.1.
+  const base = readSettings({ HOLON_ADMIN_KEY: ADMIN_KEY, HOLON_RATE_ADDRESS: '100000', HOLON_RATE_ACCOUNT: '100000', HOLON_RATE_ADMIN: '100000', HOLON_RATE_SIGNUP: '100000' });
+  const settings: HostedSettings = { ...base, ...options.settings };
   const running = await startHostedGateway({
     port: 0,
     ...store,
