@@ -10,6 +10,7 @@ import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } 
 import type { GatewayAppExtension } from '../gateway/app.ts';
 import { githubOff } from './github.ts';
 import { rateLimits } from './limits.ts';
+import { requestLog } from './request-log.ts';
 import { interruptRunningClaims } from './idempotency.ts';
 import { principalMiddleware, principalOf, requirePrincipal } from './principal.ts';
 import { hostedHandlers } from './routes.ts';
@@ -63,7 +64,7 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
     limitSignup: limits.signup,
   };
   return {
-    middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
+    middleware: [requestLog(parts.logger), limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(deps, defaults),
     mcp_session: (ctx) => {
       const principal = principalOf(ctx);

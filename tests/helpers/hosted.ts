@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import type { RunningGateway } from '../../src/gateway/server.ts';
@@ -41,7 +41,9 @@ export interface TestHosted {
 export const uniqueAccount = (prefix = 'h'): string => `${prefix}-${randomUUID().slice(0, 8)}`;
 
 /** Starts a hosted gateway for tests; `settings` override the defaults above. */
-export async function startTestHosted(options: { store?: { db: string; database_url?: string }; settings?: Partial<HostedSettings> } = {}): Promise<TestHosted> {
+export async function startTestHosted(
+  options: { store?: { db: string; database_url?: string }; settings?: Partial<HostedSettings>; logger?: Logger } = {},
+): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
   // Generous rate limits unless a test sets its own: every test request comes from 127.0.0.1.
   const base = readSettings({ HOLON_ADMIN_KEY: ADMIN_KEY, HOLON_RATE_ADDRESS: '100000', HOLON_RATE_ACCOUNT: '100000', HOLON_RATE_ADMIN: '100000', HOLON_RATE_SIGNUP: '100000' });
@@ -53,7 +55,7 @@ export async function startTestHosted(options: { store?: { db: string; database_
     agent_dirs: [FIXTURE_AGENTS],
     exclude: [],
     agents_host_port: null,
-    logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
+    logger: options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
   });
   const http = supertest(running.server);
   return {
