@@ -10,6 +10,7 @@ import * as gatewayApi from '../generated/gateway/client/sdk.gen.ts';
 import { targetFromEnv } from './db/index.ts';
 import { startClearingServer } from './clearing/server.ts';
 import { startGateway } from './gateway/server.ts';
+import { backup, openStores, restore } from './hosted/backup.ts';
 import { startHostedGateway } from './hosted/server.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
@@ -133,6 +134,37 @@ program
   .action(async (id: string | undefined, opts: { mandate?: string; gateway: string }) => {
     const client = createClient({ baseUrl: opts.gateway });
     print(id ? await gatewayApi.readReceipt({ client, path: { id } }) : await gatewayApi.listReceipts({ client, query: { mandate: opts.mandate } }));
+  });
+
+program
+  .command('backup')
+  .description('copy every row of the gateway and the reference binding to a JSON lines file (gateway §7 "Backups"); on PGlite, stop the gateway first')
+  .requiredOption('--out <file>', 'the file to write (must not exist)')
+  .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
+  .action(async (opts: { out: string; db: string }) => {
+    const { stores, close } = await starting('the database', () => openStores(opts.db));
+    try {
+      process.stdout.write(`backed up ${await backup(stores, opts.out)} rows to ${opts.out}\n`);
+    } finally {
+      await close();
+    }
+  });
+
+program
+  .command('restore')
+  .description('load a backup into an empty database, in one transaction, counters included (gateway §7 "Backups")')
+  .requiredOption('--in <file>', 'the backup file')
+  .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
+  .action(async (opts: { in: string; db: string }) => {
+    const { stores, close } = await starting('the database', () => openStores(opts.db));
+    try {
+      process.stdout.write(`restored ${await restore(stores, opts.in)} rows from ${opts.in}\n`);
+    } catch (error) {
+      process.stderr.write(`holon restore: ${(error as Error).message}\n`);
+      process.exitCode = 1;
+    } finally {
+      await close();
+    }
   });
 
 const clearing = program.command('clearing').description('the clearing seam');
