@@ -1498,6 +1498,15 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /** @description `account_disabled`: a disabled account gets no new key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `no_such_login_code`: unknown, used or older than 2 minutes. */
             404: {
                 headers: {

@@ -8,7 +8,7 @@ import type Koa from 'koa';
 import pino, { type Logger } from 'pino';
 import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
-import { githubOff } from './github.ts';
+import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
 import { requestLog } from './request-log.ts';
 import { interruptRunningClaims } from './idempotency.ts';
@@ -60,12 +60,11 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
     signup_credit_micros: settings.signup_credit_micros,
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
-    github: githubOff(),
-    limitSignup: limits.signup,
   };
+  const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup };
   return {
     middleware: [requestLog(parts.logger), limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
-    handlers: (defaults) => hostedHandlers(deps, defaults),
+    handlers: (defaults) => hostedHandlers(routeDeps, defaults),
     mcp_session: (ctx) => {
       const principal = principalOf(ctx);
       if (principal.kind !== 'agent') throw new Error('/mcp reached without an agent key');

@@ -1279,6 +1279,10 @@ export type GithubExchangeErrors = {
      */
     401: ErrorBody;
     /**
+     * `account_disabled`: a disabled account gets no new key.
+     */
+    403: ErrorBody;
+    /**
      * `no_such_login_code`: unknown, used or older than 2 minutes.
      */
     404: ErrorBody;
