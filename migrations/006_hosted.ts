@@ -65,12 +65,12 @@ const statements = [
    )`,
   `CREATE TABLE call_events (
      id bigserial PRIMARY KEY,
-     receipt text NOT NULL,
+     receipt text NOT NULL UNIQUE,
      agent text,
      status text NOT NULL,
      error text,
      latency_ms integer NOT NULL,
-     cost_micros bigint NOT NULL,
+     cost_micros bigint NOT NULL CHECK (cost_micros >= 0),
      delegated boolean NOT NULL,
      created_at timestamptz NOT NULL DEFAULT now()
    )`,

@@ -175,3 +175,22 @@ describe('approvals', () => {
     assert.deepEqual([again.status, again.body.code], [409, 'approval_decided']);
   });
 });
+
+describe('call_events', () => {
+  test('every finished run lands once, append-only: agent, status, error, latency, its own cost billed, delegated', async () => {
+    const account = await hosted.signup();
+    const tree = await hosted.http.post('/v0/calls').set(bearer(account.agent)).send({ mandate: account.mandate, agent: 'gto/pass', input: { calls: [{ agent: 'gt/run' }], do: 'ok' } }).expect(200);
+    const failed = await hosted.http.post('/v0/calls').set(bearer(account.agent)).send({ mandate: account.mandate, agent: 'gt/run', input: { do: 'unbilled_error' } }).expect(502);
+    const ids = [tree.body.receipt.id, tree.body.receipt.calls[0].id, failed.body.receipt.id];
+    const events = await hosted.running.db.knex('call_events').whereIn('receipt', ids).orderBy('id').select('receipt', 'agent', 'status', 'error', 'cost_micros', 'delegated', 'latency_ms');
+    assert.deepEqual(
+      events.map(({ latency_ms: _latency, ...event }) => ({ ...event, cost_micros: Number(event.cost_micros) })),
+      [
+        { receipt: ids[1], agent: 'gt/run@1.0.0', status: 'succeeded', error: null, cost_micros: 100_000, delegated: true },
+        { receipt: ids[0], agent: 'gto/pass@1.0.0', status: 'succeeded', error: null, cost_micros: 100_000, delegated: false },
+        { receipt: ids[2], agent: 'gt/run@1.0.0', status: 'failed', error: 'unbilled_failure', cost_micros: 0, delegated: false },
+      ],
+    );
+    await assert.rejects(hosted.running.db.knex('call_events').where({ receipt: ids[0] }).update({ cost_micros: 0 }), /append-only/);
+  });
+});
