@@ -10,7 +10,7 @@ import * as gatewayApi from '../generated/gateway/client/sdk.gen.ts';
 import { targetFromEnv } from './db/index.ts';
 import { startClearingServer } from './clearing/server.ts';
 import { startGateway } from './gateway/server.ts';
-import { backup, openStores, restore } from './hosted/backup.ts';
+import { backup, openStores, restore, type Store } from './hosted/backup.ts';
 import { startHostedGateway } from './hosted/server.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
@@ -136,36 +136,37 @@ program
     print(id ? await gatewayApi.readReceipt({ client, path: { id } }) : await gatewayApi.listReceipts({ client, query: { mandate: opts.mandate } }));
   });
 
+/**
+ * Runs `work` on the stores of `--db` (or `DATABASE_URL`) and prints the line it answers; a
+ * refusal (a non-empty database, a file that exists) is one line on stderr and exit code 1.
+ */
+async function onStores(command: string, db: string, work: (stores: Store[]) => Promise<string>): Promise<void> {
+  const { stores, close } = await starting('the database', () => openStores(db));
+  try {
+    process.stdout.write(`${await work(stores)}\n`);
+  } catch (error) {
+    process.stderr.write(`holon ${command}: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  } finally {
+    await close();
+  }
+}
+
+const dbOption = ['--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon'] as const;
+
 program
   .command('backup')
   .description('copy every row of the gateway and the reference binding to a JSON lines file (gateway §7 "Backups"); on PGlite, stop the gateway first')
   .requiredOption('--out <file>', 'the file to write (must not exist)')
-  .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
-  .action(async (opts: { out: string; db: string }) => {
-    const { stores, close } = await starting('the database', () => openStores(opts.db));
-    try {
-      process.stdout.write(`backed up ${await backup(stores, opts.out)} rows to ${opts.out}\n`);
-    } finally {
-      await close();
-    }
-  });
+  .option(...dbOption)
+  .action((opts: { out: string; db: string }) => onStores('backup', opts.db, async (stores) => `backed up ${await backup(stores, opts.out)} rows to ${opts.out}`));
 
 program
   .command('restore')
   .description('load a backup into an empty database, in one transaction, counters included (gateway §7 "Backups")')
   .requiredOption('--in <file>', 'the backup file')
-  .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
-  .action(async (opts: { in: string; db: string }) => {
-    const { stores, close } = await starting('the database', () => openStores(opts.db));
-    try {
-      process.stdout.write(`restored ${await restore(stores, opts.in)} rows from ${opts.in}\n`);
-    } catch (error) {
-      process.stderr.write(`holon restore: ${(error as Error).message}\n`);
-      process.exitCode = 1;
-    } finally {
-      await close();
-    }
-  });
+  .option(...dbOption)
+  .action((opts: { in: string; db: string }) => onStores('restore', opts.db, async (stores) => `restored ${await restore(stores, opts.in)} rows from ${opts.in}`));
 
 const clearing = program.command('clearing').description('the clearing seam');
 clearing
