@@ -46,3 +46,18 @@ test('the Dockerfile copies paths that exist and runs the hosted gateway in prod
   assert.match(bin, /cli\.ts/);
   assert.match(readFileSync(new URL('../src/cli.ts', import.meta.url), 'utf8'), /opts\.hosted\s*\?\s*startHostedGateway/);
 });
+
+test('a request that fails because the database failed stops the gateway; a refused statement does not', async () => {
+  const stopped: unknown[] = [];
+  const hosted = await startTestHosted({ stop: (error) => stopped.push(error) });
+  try {
+    const account = await hosted.signup();
+    assert.equal((await hosted.http.post('/v0/signup').send({ handle: account.handle, email: 'x@example.test' })).status, 409);
+    assert.equal(stopped.length, 0);
+    await hosted.running.db.knex.destroy();
+    const failed = await hosted.http.get('/v0/me').set('authorization', `Bearer ${account.human}`);
+    assert.deepEqual([failed.status, failed.body.code, stopped.length], [500, 'internal_error', 1]);
+  } finally {
+    await hosted.close();
+  }
+});

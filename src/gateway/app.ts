@@ -47,6 +47,8 @@ export interface GatewayAppExtension {
   middleware: Koa.Middleware[];
   handlers(defaults: Record<string, MountedHandler>): Record<string, MountedHandler>;
   mcp_session?: McpOptions['session'];
+  /** Called after an unexpected failure (answered 500) is logged, e.g. to stop the process when the database failed. */
+  onUnexpected?: (error: unknown) => void;
 }
 
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`. */
@@ -142,7 +144,12 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
   };
 
   const app = new Koa();
-  app.use(errorBodies((error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  app.use(
+    errorBodies((error, ctx) => {
+      options.logger.error({ err: error, path: ctx.path }, 'unexpected failure');
+      options.extension?.onUnexpected?.(error);
+    }),
+  );
   for (const middleware of options.extension?.middleware ?? []) app.use(middleware);
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger, session: options.extension?.mcp_session });
   app.use(mcp);

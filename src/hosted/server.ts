@@ -10,6 +10,7 @@ import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } 
 import type { GatewayAppExtension } from '../gateway/app.ts';
 import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
+import { isDatabaseFailure } from './stop.ts';
 import { requestLog } from './request-log.ts';
 import { interruptRunningClaims } from './idempotency.ts';
 import { principalMiddleware, principalOf, requirePrincipal } from './principal.ts';
@@ -32,6 +33,8 @@ export interface HostedGatewayOptions {
   agent_dirs?: readonly string[];
   /** Agent ids left out (default `HOLON_EXCLUDE`). */
   exclude?: readonly string[];
+  /** What stops the process when the database failed (default: log and exit 1). */
+  stop?: (error: unknown) => void;
   /** Port of `agents/host.mjs` (default 4300); null: do not start it. */
   agents_host_port?: number | null;
   logger?: Logger;
@@ -49,7 +52,7 @@ const mcpNeedsAgentKey: Koa.Middleware = async (ctx, next) => {
 };
 
 /** The hosted layer over a ready gateway. */
-export async function hostedExtension(parts: GatewayParts, settings: HostedSettings): Promise<GatewayAppExtension> {
+export async function hostedExtension(parts: GatewayParts, settings: HostedSettings, stop: (error: unknown) => void): Promise<GatewayAppExtension> {
   const db = parts.database.knex;
   await interruptRunningClaims(db);
   const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
@@ -65,11 +68,22 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
   return {
     middleware: [requestLog(parts.logger), limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
+    onUnexpected: (error) => {
+      if (isDatabaseFailure(error)) stop(error);
+    },
     mcp_session: (ctx) => {
       const principal = principalOf(ctx);
       if (principal.kind !== 'agent') throw new Error('/mcp reached without an agent key');
       return { mandate: principal.mandate, elicit: principal.key.ask_in_client, owner: principal.prefix };
     },
+  };
+}
+
+/** The default stop: a fatal log line, then exit code 1 (gateway §7: memory must never be ahead of the database). */
+function exitOnDatabaseFailure(logger: Logger): (error: unknown) => void {
+  return (error) => {
+    logger.fatal({ err: error }, 'the database failed: stopping, so nothing answers from a state it does not hold');
+    process.exit(1);
   };
 }
 
@@ -89,6 +103,6 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     exclude: options.exclude ?? excludedAgents(),
     agents_host_port: options.agents_host_port,
     logger,
-    extend: (parts) => hostedExtension(parts, settings),
+    extend: (parts) => hostedExtension(parts, settings, options.stop ?? exitOnDatabaseFailure(logger)),
   });
 }

@@ -42,7 +42,7 @@ export const uniqueAccount = (prefix = 'h'): string => `${prefix}-${randomUUID()
 
 /** Starts a hosted gateway for tests; `settings` override the defaults above. */
 export async function startTestHosted(
-  options: { store?: { db: string; database_url?: string }; settings?: Partial<HostedSettings>; logger?: Logger } = {},
+  options: { store?: { db: string; database_url?: string }; settings?: Partial<HostedSettings>; logger?: Logger; stop?: (error: unknown) => void } = {},
 ): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
   // Generous rate limits unless a test sets its own: every test request comes from 127.0.0.1.
@@ -55,6 +55,7 @@ export async function startTestHosted(
     agent_dirs: [FIXTURE_AGENTS],
     exclude: [],
     agents_host_port: null,
+    stop: options.stop,
     logger: options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
   });
   const http = supertest(running.server);
