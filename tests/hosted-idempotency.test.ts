@@ -58,7 +58,8 @@ describe('Idempotency-Key', () => {
 
   test('a key whose call is still running answers 409 idempotent_call_running (a retry after the caller\'s own timeout)', async () => {
     const hanging = call('running-1', { do: 'hang' }, 'gt/sleeper').then(() => null, () => null);
-    await waitFor(async () => hosted.running.db.knex('hosted_idempotency').where({ idempotency_key: 'running-1', status: 'running' }).first());
+    const claim = await waitFor(async () => hosted.running.db.knex('hosted_idempotency').where({ idempotency_key: 'running-1', status: 'running' }).first());
+    await waitFor(async () => hosted.running.db.knex('gateway_receipts').where({ id: claim.receipt, status: 'running' }).first());
     const retry = await call('running-1', { do: 'hang' }, 'gt/sleeper');
     assert.deepEqual([retry.status, retry.body.code], [409, 'idempotent_call_running']);
     void hanging;

@@ -94,7 +94,10 @@ function exitOnDatabaseFailure(logger: Logger): (error: unknown) => void {
 export async function startHostedGateway(options: HostedGatewayOptions): Promise<RunningGateway> {
   const settings = options.settings ?? readSettings();
   const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'info' });
-  return startGateway({
+  // A request still failing while the gateway closes (its pool is gone) is the shutdown, not a failed write.
+  let closing = false;
+  const stop = options.stop ?? exitOnDatabaseFailure(logger);
+  const running = await startGateway({
     port: options.port,
     host: options.host,
     db: options.db,
@@ -103,6 +106,13 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     exclude: options.exclude ?? excludedAgents(),
     agents_host_port: options.agents_host_port,
     logger,
-    extend: (parts) => hostedExtension(parts, settings, options.stop ?? exitOnDatabaseFailure(logger)),
+    extend: (parts) => hostedExtension(parts, settings, (error) => closing || stop(error)),
   });
+  return {
+    ...running,
+    close: async () => {
+      closing = true;
+      await running.close();
+    },
+  };
 }
