@@ -108,6 +108,7 @@ describe('hosted mandates', () => {
       [{ id: 'fx', grantee: `${account.handle}/bot`, budget: { total: '1.00', fx: { USD: '0.01' } } }, 422, 'invalid_mandate'],
       [{ id: 'usd', grantee: `${account.handle}/bot`, budget: { total: '1.00', currency: 'USD' } }, 422, 'invalid_mandate'],
       [{ id: 'other/x', grantee: `${account.handle}/bot`, budget: { total: '1.00' } }, 422, 'invalid_mandate'],
+      [{ id: `${account.handle}/x/y`, grantee: `${account.handle}/bot`, budget: { total: '1.00' } }, 422, 'invalid_mandate'],
       [{ id: 'g', grantee: 'other/bot', budget: { total: '1.00' } }, 422, 'invalid_mandate'],
       [{ id: 'books', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, budget: { total: '1.00' } }, 409, 'mandate_exists'],
     ];

@@ -66,8 +66,9 @@ async function scopedApproval(db: Knex, principal: Principal, id: string): Promi
 export function hostedMandate(handle: string, body: Record<string, any>, fx: Record<string, string>): Record<string, any> {
   const refuse = (message: string) => new HttpError(422, 'invalid_mandate', message);
   if (typeof body.id !== 'string' || body.id === '') throw refuse('id is required: a name, put in your namespace');
-  const [ns, name] = body.id.includes('/') ? body.id.split('/', 2) : [handle, body.id];
-  if (ns !== handle) throw refuse(`id ${body.id} is outside your namespace ${handle}/`);
+  const parts = body.id.split('/');
+  const [ns, name] = parts.length === 1 ? [handle, parts[0]] : parts;
+  if (parts.length > 2 || ns !== handle) throw refuse(`id ${body.id} is outside your namespace ${handle}/: give a name, or ${handle}/<name>`);
   if (typeof body.grantee !== 'string' || !body.grantee.startsWith(`${handle}/`)) throw refuse(`grantee must be ${handle}/<name>`);
   const budget = body.budget ?? {};
   if (budget.currency !== undefined && budget.currency !== 'EUR') throw refuse('budget.currency must be EUR on this gateway');
