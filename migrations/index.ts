@@ -7,6 +7,7 @@ import * as clearingLedger from './001_clearing_ledger.ts';
 import * as gateway from './002_gateway.ts';
 import * as gatewayIdentity from './003_gateway_identity.ts';
 import * as clearingWritePath from './005_clearing_write_path.ts';
+import * as hosted from './006_hosted.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '002_gateway': gateway,
   '003_gateway_identity': gatewayIdentity,
   '005_clearing_write_path': clearingWritePath,
+  '006_hosted': hosted,
 };
 
 /** knex's `migrationSource` over the table above. */

@@ -10,6 +10,7 @@ import pino, { type Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
 import { addClientCommands } from './cli/client-commands.ts';
 import { assertPortFree, httpUrl } from './cli/preflight.ts';
+import type { Store } from './hosted/backup.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
 function closeOnSignal(close: () => Promise<void>): void {
@@ -26,14 +27,14 @@ function closeOnSignal(close: () => Promise<void>): void {
 }
 
 /**
- * Runs a server's start after its checks (the port is free, `DATABASE_URL` is a PostgreSQL URL);
+ * Runs a server's start after its checks (the port, unless null, is free; `DATABASE_URL` is a PostgreSQL URL);
  * any failure is one line on stderr and exit code 1, not a stack trace.
  */
-async function starting<T>(what: string, port: number, start: () => Promise<T>): Promise<T> {
+async function starting<T>(what: string, port: number | null, start: () => Promise<T>): Promise<T> {
   try {
     const { checkDatabaseUrl } = await import('./db/index.ts');
     if (process.env.DATABASE_URL) checkDatabaseUrl(process.env.DATABASE_URL);
-    await assertPortFree(port);
+    if (port !== null) await assertPortFree(port);
     return await start();
   } catch (error) {
     process.stderr.write(`holon: could not start ${what}: ${(error as Error).message.split('\n')[0]}\n`);
@@ -73,20 +74,70 @@ program
   .option('--host <address>', 'the address to listen on; off loopback, peers of the network are served', '127.0.0.1')
   .option('--allowed-hosts <names>', 'comma-separated public names (host[:port] or URL) the gateway also answers to (default: HOLON_ALLOWED_HOSTS)')
   .option('--agents-port <port>', 'the port of agents/host.mjs, which the shipped MCP agents follow (default: HOLON_AGENTS_PORT, else 4300)')
-  .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: string }) => {
-    const port = portOf(opts.port);
+  .option('--hosted', 'run the hosted gateway (gateway §7): accounts, keys, principals; PORT and HOST from the environment when set')
+  .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: string; hosted?: boolean }) => {
+    const port = portOf(opts.hosted ? (process.env.PORT ?? opts.port) : opts.port);
+    const host = opts.hosted ? (process.env.HOST ?? opts.host) : opts.host;
     const agents_host_port = opts.agentsPort === undefined ? undefined : portOf(opts.agentsPort, '--agents-port');
     const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
     const running = await starting('the gateway', port, async () => {
+      const logger = serverLogger();
+      if (opts.hosted) {
+        const { startHostedGateway } = await import('./hosted/server.ts');
+        return startHostedGateway({ port, host, db: opts.db, allowed_hosts, agents_host_port, logger });
+      }
       const clearing_url = opts.clearingUrl === undefined ? undefined : httpUrl(opts.clearingUrl, '--clearing-url');
       const { startGateway } = await import('./gateway/server.ts');
-      return startGateway({ port, db: opts.db, clearing_url, host: opts.host, allowed_hosts, agents_host_port, logger: serverLogger() });
+      return startGateway({ port, db: opts.db, clearing_url, host, allowed_hosts, agents_host_port, logger });
     });
     process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''}; reference: ${running.url}/docs)\n`);
     closeOnSignal(running.close);
   });
 
 addClientCommands(program);
+
+/**
+ * Runs `work` on the stores of `--db` (or `DATABASE_URL`) and prints the line it answers; a
+ * refusal (a non-empty database, a file that exists) is one line on stderr and exit code 1.
+ */
+async function onStores(command: string, db: string, work: (stores: Store[]) => Promise<string>): Promise<void> {
+  const { openStores } = await import('./hosted/backup.ts');
+  const { stores, close } = await starting('the database', null, () => openStores(db));
+  try {
+    process.stdout.write(`${await work(stores)}\n`);
+  } catch (error) {
+    process.stderr.write(`holon ${command}: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  } finally {
+    await close();
+  }
+}
+
+const dbOption = ['--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon'] as const;
+
+program
+  .command('backup')
+  .description('copy every row of the gateway and the reference binding to a JSON lines file (gateway §7 "Backups"); on PGlite, stop the gateway first')
+  .requiredOption('--out <file>', 'the file to write (must not exist)')
+  .option(...dbOption)
+  .action((opts: { out: string; db: string }) =>
+    onStores('backup', opts.db, async (stores) => {
+      const { backup } = await import('./hosted/backup.ts');
+      return `backed up ${await backup(stores, opts.out)} rows to ${opts.out}`;
+    }),
+  );
+
+program
+  .command('restore')
+  .description('load a backup into an empty database, in one transaction, counters included (gateway §7 "Backups")')
+  .requiredOption('--in <file>', 'the backup file')
+  .option(...dbOption)
+  .action((opts: { in: string; db: string }) =>
+    onStores('restore', opts.db, async (stores) => {
+      const { restore } = await import('./hosted/backup.ts');
+      return `restored ${await restore(stores, opts.in)} rows from ${opts.in}`;
+    }),
+  );
 
 const clearing = program.command('clearing').description('the clearing seam');
 clearing

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { operations } from './types.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements";
+export type OperationId = "health" | "search-agents" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -106,7 +106,7 @@ export const operationTable: readonly Operation[] = [
       "type": "object",
       "properties": {
         "id": {
-          "type": "string"
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [
@@ -250,6 +250,176 @@ export const operationTable: readonly Operation[] = [
       "additionalProperties": true
     },
     "body": null
+  },
+  {
+    "operationId": "signup",
+    "method": "post",
+    "path": "/v0/signup",
+    "koaPath": "/v0/signup",
+    "params": null,
+    "query": null,
+    "body": {
+      "$ref": "#/components/schemas/SignupRequest"
+    }
+  },
+  {
+    "operationId": "github-signin",
+    "method": "get",
+    "path": "/v0/auth/github",
+    "koaPath": "/v0/auth/github",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "github-callback",
+    "method": "get",
+    "path": "/v0/auth/github/callback",
+    "koaPath": "/v0/auth/github/callback",
+    "params": null,
+    "query": {
+      "type": "object",
+      "properties": {
+        "code": {
+          "type": "string",
+          "maxLength": 512
+        },
+        "state": {
+          "type": "string",
+          "maxLength": 512
+        },
+        "error": {
+          "type": "string",
+          "maxLength": 512
+        }
+      },
+      "required": [],
+      "additionalProperties": true
+    },
+    "body": null
+  },
+  {
+    "operationId": "github-exchange",
+    "method": "post",
+    "path": "/v0/auth/exchange",
+    "koaPath": "/v0/auth/exchange",
+    "params": null,
+    "query": null,
+    "body": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "code"
+      ],
+      "properties": {
+        "code": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 128
+        }
+      }
+    }
+  },
+  {
+    "operationId": "read-me",
+    "method": "get",
+    "path": "/v0/me",
+    "koaPath": "/v0/me",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "list-mandates",
+    "method": "get",
+    "path": "/v0/mandates",
+    "koaPath": "/v0/mandates",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "create-mandate",
+    "method": "post",
+    "path": "/v0/mandates",
+    "koaPath": "/v0/mandates",
+    "params": null,
+    "query": null,
+    "body": {
+      "type": "object",
+      "description": "A mandate document; checked against `mandate.schema.json` by the handler."
+    }
+  },
+  {
+    "operationId": "create-key",
+    "method": "post",
+    "path": "/v0/keys",
+    "koaPath": "/v0/keys",
+    "params": null,
+    "query": null,
+    "body": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "mandate"
+      ],
+      "properties": {
+        "mandate": {
+          "type": "string",
+          "maxLength": 200
+        },
+        "ask_in_client": {
+          "type": "boolean",
+          "default": false
+        }
+      }
+    }
+  },
+  {
+    "operationId": "revoke-key",
+    "method": "delete",
+    "path": "/v0/keys/{prefix}",
+    "koaPath": "/v0/keys/:prefix",
+    "params": {
+      "type": "object",
+      "properties": {
+        "prefix": {
+          "type": "string",
+          "maxLength": 64
+        }
+      },
+      "required": [
+        "prefix"
+      ],
+      "additionalProperties": false
+    },
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "admin-credit",
+    "method": "post",
+    "path": "/v0/admin/credit",
+    "koaPath": "/v0/admin/credit",
+    "params": null,
+    "query": null,
+    "body": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "account",
+        "amount"
+      ],
+      "properties": {
+        "account": {
+          "type": "string",
+          "maxLength": 39
+        },
+        "amount": {
+          "$ref": "#/components/schemas/Money"
+        }
+      }
+    }
   }
 ];
 
@@ -257,6 +427,212 @@ export const operationTable: readonly Operation[] = [
 export const schemaDocument = {
   "components": {
     "schemas": {
+      "SignupRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "handle",
+          "email"
+        ],
+        "properties": {
+          "handle": {
+            "type": "string",
+            "minLength": 2,
+            "maxLength": 39,
+            "pattern": "^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*$",
+            "description": "2 to 39 letters, digits and single inner hyphens, like a GitHub login; stored lowercased."
+          },
+          "email": {
+            "type": "string",
+            "maxLength": 254,
+            "format": "email"
+          }
+        }
+      },
+      "SignupResult": {
+        "type": "object",
+        "required": [
+          "handle",
+          "human_key",
+          "agent_key",
+          "mandate",
+          "credit"
+        ],
+        "properties": {
+          "handle": {
+            "type": "string"
+          },
+          "human_key": {
+            "$ref": "#/components/schemas/NewKey"
+          },
+          "agent_key": {
+            "$ref": "#/components/schemas/NewKey"
+          },
+          "mandate": {
+            "type": "string",
+            "description": "`<handle>/sandbox`."
+          },
+          "credit": {
+            "$ref": "#/components/schemas/Money"
+          }
+        }
+      },
+      "ExchangeResult": {
+        "type": "object",
+        "required": [
+          "handle",
+          "human_key"
+        ],
+        "properties": {
+          "handle": {
+            "type": "string"
+          },
+          "human_key": {
+            "$ref": "#/components/schemas/NewKey"
+          },
+          "agent_key": {
+            "$ref": "#/components/schemas/NewKey"
+          }
+        }
+      },
+      "NewKey": {
+        "type": "object",
+        "description": "A key, shown once; only its SHA-256 is stored.",
+        "required": [
+          "key",
+          "prefix",
+          "kind",
+          "mandate",
+          "ask_in_client",
+          "expires_at"
+        ],
+        "properties": {
+          "key": {
+            "type": "string"
+          },
+          "prefix": {
+            "type": "string"
+          },
+          "kind": {
+            "type": "string",
+            "enum": [
+              "human",
+              "agent"
+            ]
+          },
+          "mandate": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "ask_in_client": {
+            "type": "boolean"
+          },
+          "expires_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          }
+        }
+      },
+      "KeyView": {
+        "type": "object",
+        "description": "A key without its secret.",
+        "required": [
+          "prefix",
+          "kind",
+          "mandate",
+          "ask_in_client",
+          "expires_at",
+          "revoked_at",
+          "created_at"
+        ],
+        "properties": {
+          "prefix": {
+            "type": "string"
+          },
+          "kind": {
+            "type": "string",
+            "enum": [
+              "human",
+              "agent"
+            ]
+          },
+          "mandate": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "ask_in_client": {
+            "type": "boolean"
+          },
+          "expires_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          },
+          "revoked_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          },
+          "created_at": {
+            "type": "string",
+            "format": "date-time"
+          }
+        }
+      },
+      "Me": {
+        "type": "object",
+        "required": [
+          "handle",
+          "principal"
+        ],
+        "properties": {
+          "handle": {
+            "type": "string"
+          },
+          "principal": {
+            "type": "string",
+            "enum": [
+              "human",
+              "agent"
+            ]
+          },
+          "email": {
+            "type": "string"
+          },
+          "balance": {
+            "$ref": "#/components/schemas/AccountBalance"
+          },
+          "mandates": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "keys": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/KeyView"
+            }
+          },
+          "mandate": {
+            "type": "string"
+          },
+          "budget": {
+            "$ref": "#/components/schemas/Budget"
+          }
+        }
+      },
       "ErrorBody": {
         "type": "object",
         "description": "Every error answer. `code` is a machine token, `error` a sentence saying what happened and what to do next.",
@@ -989,6 +1365,10 @@ export const schemaDocument = {
           "input": {
             "description": "The agent's input, checked against its `interface.input`. Like the whole body: nested at most 64 levels deep, no NUL and no lone surrogate in any string or key, at most 1 MiB."
           },
+          "approval": {
+            "$ref": "#/components/schemas/Id",
+            "description": "An approval granted with `{\"run\": false}`: the same call re-submitted runs under it."
+          },
           "max_cost": {
             "type": "string",
             "maxLength": 32,
@@ -1208,7 +1588,11 @@ export const schemaDocument = {
         ],
         "properties": {
           "output": {
-            "description": "The agent's output, valid against its `interface.output`."
+            "description": "The agent's output, valid against its `interface.output`; null on a replay."
+          },
+          "replayed": {
+            "type": "boolean",
+            "description": "Hosted: true when an `Idempotency-Key` already used answered the original receipt without running."
           },
           "receipt": {
             "$ref": "#/components/schemas/ReceiptTree"
@@ -1325,7 +1709,7 @@ export const schemaDocument = {
       },
       "ApprovalDecision": {
         "type": "object",
-        "description": "`{}` approves and runs; `{\"decision\": \"reject\"}` rejects.",
+        "description": "`{}` approves and runs; `{\"run\": false}` grants without running; `{\"decision\": \"reject\"}` rejects.",
         "additionalProperties": false,
         "properties": {
           "decision": {
@@ -1334,6 +1718,11 @@ export const schemaDocument = {
               "approve",
               "reject"
             ]
+          },
+          "run": {
+            "type": "boolean",
+            "default": true,
+            "description": "With an approval: false grants it without running; the call is then re-submitted with `approval`."
           }
         }
       },

@@ -71,7 +71,7 @@ export interface paths {
         put?: never;
         /**
          * Call an agent or a capability (gateway §1, §5)
-         * @description 200 when the call succeeded, 202 when it is pending approval, 403 when denied, 422 when the input is rejected, 502 when the agent failed. Every answer carries the receipt.
+         * @description 200 when the call succeeded, 202 when it is pending approval, 403 when denied, 422 when the input is rejected, 502 when the agent failed. Every answer carries the receipt. Hosted (gateway §7): human or agent key; with an agent key, `mandate` must be the key's mandate. `Idempotency-Key` (per API key): a key already used answers the original receipt with `replayed: true` and `output: null` and runs nothing; a key whose call is running, or was interrupted by a restart, answers 409; the same key with a different body answers 422 `idempotency_key_reused`.
          */
         post: operations["call"];
         delete?: never;
@@ -108,14 +108,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One approval, waiting for its decision when asked (gateway §5)
-         * @description The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent.
+         * One approval, waiting for its decision when asked (gateway §5, §7 "Extra endpoints")
+         * @description The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
          */
         get: operations["read-approval"];
         put?: never;
         /**
          * Approve and run, or reject (gateway §5)
-         * @description `{}` approves and runs the held call with its stored input (answered like `POST /v0/calls`); `{"decision": "reject"}` rejects it. Either way the stored input is deleted.
+         * @description `{}` approves and runs the held call with its stored input (answered like `POST /v0/calls`); `{"run": false}` grants it without running (the caller re-submits the same call with `approval`); `{"decision": "reject"}` rejects it. Hosted: the human key only, on the caller's own mandates.
          */
         post: operations["decide-approval"];
         delete?: never;
@@ -224,10 +224,249 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v0/signup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign up with a handle and an email (gateway §7 "Accounts")
+         * @description No key needed. Creates the account `handle` with demo credit (`HOLON_SIGNUP_CREDIT`, a credit from `external:demo-credit` under `signup:<handle>`), the starter mandate `<handle>/sandbox`, a human key and an `ask_in_client` agent key for that mandate. Keys are shown once. Rate-limited per address.
+         */
+        post: operations["signup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/auth/github": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start signing in with GitHub (gateway §7 "Accounts")
+         * @description Redirects to GitHub's authorize page with a random `state`, also set in an `HttpOnly`, `SameSite=Lax` cookie valid 10 minutes. 503 `github_signin_off` when the gateway has no GitHub OAuth app (`HOLON_GITHUB_CLIENT_ID`/`_SECRET`).
+         */
+        get: operations["github-signin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/auth/github/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GitHub's return (gateway §7 "Accounts")
+         * @description Accepts `state` once, from the browser holding its cookie, within 10 minutes; reads the GitHub account (id, login, primary verified email) and forgets GitHub's token; redirects to `/console#login=<code>` (a one-time code valid 2 minutes) or `/console#login_error=<code>`.
+         */
+        get: operations["github-callback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/auth/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Trade a one-time sign-in code (gateway §7 "Accounts")
+         * @description The code from `/console#login=<code>`, once, within 2 minutes: the handle, a new human key expiring after 30 days and, for a new account, its agent key.
+         */
+        post: operations["github-exchange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who am I (gateway §7 "Extra endpoints")
+         * @description Human key: the account, its balance, mandates and keys (prefixes only). Agent key: its mandate and the mandate's budget.
+         */
+        get: operations["read-me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/mandates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your root mandates (gateway §7 "Extra endpoints")
+         * @description Human key. The caller's root mandates with their budgets, oldest first.
+         */
+        get: operations["list-mandates"];
+        put?: never;
+        /**
+         * Create a root mandate (gateway §7 "Extra endpoints")
+         * @description Human key. The body is a mandate document (`mandate.schema.json`); the id is put in the caller's namespace (`name` or `<handle>/name`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
+         */
+        post: operations["create-mandate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new agent key (gateway §7 "Extra endpoints")
+         * @description Human key. An agent key acting under one of the caller's root mandates; `ask_in_client` (default false) lets `/mcp` ask for approvals through elicitation. At most 100 live keys per account.
+         */
+        post: operations["create-key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/keys/{prefix}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a key (gateway §7 "Extra endpoints")
+         * @description Human key. Revokes one of the caller's keys (human or agent) by its prefix; at once and for good.
+         */
+        delete: operations["revoke-key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/admin/credit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Top up demo credit (gateway §7 "Extra endpoints")
+         * @description Admin key only. A credit from `external:demo-credit` to `account` under `admin-credit:<id>`, through the clearing seam. At most 1000.00 per credit.
+         */
+        post: operations["admin-credit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        SignupRequest: {
+            /** @description 2 to 39 letters, digits and single inner hyphens, like a GitHub login; stored lowercased. */
+            handle: string;
+            /** Format: email */
+            email: string;
+        };
+        SignupResult: {
+            handle: string;
+            human_key: components["schemas"]["NewKey"];
+            agent_key: components["schemas"]["NewKey"];
+            /** @description `<handle>/sandbox`. */
+            mandate: string;
+            credit: components["schemas"]["Money"];
+        };
+        ExchangeResult: {
+            handle: string;
+            human_key: components["schemas"]["NewKey"];
+            agent_key?: components["schemas"]["NewKey"];
+        };
+        /** @description A key, shown once; only its SHA-256 is stored. */
+        NewKey: {
+            key: string;
+            prefix: string;
+            /** @enum {string} */
+            kind: "human" | "agent";
+            mandate: string | null;
+            ask_in_client: boolean;
+            /** Format: date-time */
+            expires_at: string | null;
+        };
+        /** @description A key without its secret. */
+        KeyView: {
+            prefix: string;
+            /** @enum {string} */
+            kind: "human" | "agent";
+            mandate: string | null;
+            ask_in_client: boolean;
+            /** Format: date-time */
+            expires_at: string | null;
+            /** Format: date-time */
+            revoked_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        Me: {
+            handle: string;
+            /** @enum {string} */
+            principal: "human" | "agent";
+            email?: string;
+            balance?: components["schemas"]["AccountBalance"];
+            mandates?: string[];
+            keys?: components["schemas"]["KeyView"][];
+            mandate?: string;
+            budget?: components["schemas"]["Budget"];
+        };
         /** @description Every error answer. `code` is a machine token, `error` a sentence saying what happened and what to do next. */
         ErrorBody: {
             error: string;
@@ -482,6 +721,8 @@ export interface components {
             capability?: components["schemas"]["Id"];
             /** @description The agent's input, checked against its `interface.input`. Like the whole body: nested at most 64 levels deep, no NUL and no lone surrogate in any string or key, at most 1 MiB. */
             input: unknown;
+            /** @description An approval granted with `{"run": false}`: the same call re-submitted runs under it. */
+            approval?: components["schemas"]["Id"];
             /** @description The caller's ceiling, a decimal in the mandate's currency ("0.20"), at most 999999999.999999 (the largest amount). Checked by the gateway, so a malformed or larger one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4). */
             max_cost?: string;
         };
@@ -534,8 +775,10 @@ export interface components {
         };
         /** @description A successful call. */
         CallSucceeded: {
-            /** @description The agent's output, valid against its `interface.output`. */
+            /** @description The agent's output, valid against its `interface.output`; null on a replay. */
             output: unknown;
+            /** @description Hosted: true when an `Idempotency-Key` already used answered the original receipt without running. */
+            replayed?: boolean;
             receipt: components["schemas"]["ReceiptTree"];
         };
         /** @description A call held for approval. */
@@ -568,10 +811,15 @@ export interface components {
             /** Format: date-time */
             expires_at: string;
         };
-        /** @description `{}` approves and runs; `{"decision": "reject"}` rejects. */
+        /** @description `{}` approves and runs; `{"run": false}` grants without running; `{"decision": "reject"}` rejects. */
         ApprovalDecision: {
             /** @enum {string} */
             decision?: "approve" | "reject";
+            /**
+             * @description With an approval: false grants it without running; the call is then re-submitted with `approval`.
+             * @default true
+             */
+            run: boolean;
         };
         /** @description An approval and, once its approved call has run in this gateway process (kept in memory for 10 minutes), that call's answer. */
         ApprovalState: {
@@ -676,6 +924,33 @@ export interface components {
         Mandate_capability_pattern: string;
     };
     responses: {
+        /** @description Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired). */
+        Unauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
+        /** @description Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals"). */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
+        /** @description Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again. */
+        RateLimited: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description No such agent, mandate, approval, receipt or route. */
         NotFound: {
             headers: {
@@ -732,6 +1007,7 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthorized"];
         };
     };
     "search-agents": {
@@ -761,6 +1037,7 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -787,13 +1064,17 @@ export interface operations {
                     "application/json": components["schemas"]["AgentRecord"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
         };
     };
     call: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Hosted only: 1 to 255 printable ASCII characters, unique per API key. The call runs at most once under it. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -821,6 +1102,7 @@ export interface operations {
                     "application/json": components["schemas"]["CallPending"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
             /** @description The mandate denies the call. */
             403: {
                 headers: {
@@ -831,6 +1113,15 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            /** @description Hosted: the `Idempotency-Key` names a call still running (`idempotent_call_running`) or one a restart interrupted (`idempotent_call_interrupted`: check `GET /v0/receipts`, then send again with a new key). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The input (or the request) was rejected; nothing was reserved or billed. */
             422: {
                 headers: {
@@ -840,6 +1131,7 @@ export interface operations {
                     "application/json": components["schemas"]["CallRefused"];
                 };
             };
+            429: components["responses"]["RateLimited"];
             /** @description The agent failed; billed only for a declared error with `billed` under `charge_on attempt`. */
             502: {
                 headers: {
@@ -872,6 +1164,8 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
         };
     };
     "read-approval": {
@@ -883,7 +1177,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The approval id. */
-                id: string;
+                id: components["schemas"]["Id"];
             };
             cookie?: never;
         };
@@ -898,6 +1192,8 @@ export interface operations {
                     "application/json": components["schemas"]["ApprovalState"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description A malformed `wait_s`. */
             422: {
@@ -935,7 +1231,8 @@ export interface operations {
                     "application/json": components["schemas"]["CallSucceeded"] | components["schemas"]["ApprovalRejected"];
                 };
             };
-            /** @description The approved call was denied when it ran (e.g. the budget no longer fits). */
+            401: components["responses"]["Unauthorized"];
+            /** @description The approved call was denied when it ran (e.g. the budget no longer fits), or (hosted) the principal may not decide approvals. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -991,6 +1288,9 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
         };
     };
     "read-receipt": {
@@ -1014,6 +1314,8 @@ export interface operations {
                     "application/json": components["schemas"]["ReceiptTree"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -1040,6 +1342,8 @@ export interface operations {
                     "application/json": components["schemas"]["MandateRecord"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -1064,6 +1368,8 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1090,6 +1396,350 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    signup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignupRequest"];
+            };
+        };
+        responses: {
+            /** @description The account, its keys (shown once) and its starter mandate. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignupResult"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `handle_taken` or `email_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invalid_request` (a malformed handle or email) or `handle_reserved` (an agent author's namespace, the platform account, or a reserved name). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "github-signin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To GitHub. */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "github-callback": {
+        parameters: {
+            query?: {
+                /** @description GitHub's authorization code. */
+                code?: string;
+                /** @description The state sent to GitHub. */
+                state?: string;
+                /** @description GitHub's error, when the user refused. */
+                error?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To `/console#login=<code>` or `/console#login_error=<code>`. */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "github-exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The signed-in account's keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExchangeResult"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `account_disabled`: a disabled account gets no new key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `no_such_login_code`: unknown, used or older than 2 minutes. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "read-me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's view. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "list-mandates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The mandates. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        mandates: components["schemas"]["MandateRecord"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    "create-mandate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The stored mandate and its budget. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MandateRecord"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `mandate_exists`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invalid_mandate` or `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "create-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    mandate: string;
+                    /** @default false */
+                    ask_in_client?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The key, shown once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewKey"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `too_many_keys`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "revoke-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's prefix, e.g. `hlk_a_x7Kq2pLm`. */
+                prefix: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyView"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    "admin-credit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    account: string;
+                    amount: components["schemas"]["Money"];
+                };
+            };
+        };
+        responses: {
+            /** @description The credit and the account's new balance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        account: string;
+                        amount: components["schemas"]["Money"];
+                        balance: components["schemas"]["Money"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `invalid_request`: an amount of 0, negative or above the bound. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
         };
     };
 }

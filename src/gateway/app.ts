@@ -15,7 +15,7 @@ import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
 import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
-import { mcpMiddleware } from '../mcp/server.ts';
+import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
 import { approvalView, pendingApprovals, readApproval } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
@@ -42,10 +42,27 @@ export interface GatewayAppOptions {
   /** The DNS-rebinding gate of `/v0` and `/mcp`: the names this gateway answers to, and whether only loopback peers are served. */
   access: Pick<HostGateOptions, 'hosts' | 'loopback_peers_only'>;
   logger: Logger;
+  /** What a composition above the gateway adds (the hosted gateway, gateway §7); absent: the dev gateway. */
+  extension?: GatewayAppExtension;
+}
+
+/**
+ * Hooks a composition passes in, so the gateway never imports what is built above it:
+ * middleware run before `/mcp` and the routes (e.g. resolving the principal), the handler table
+ * built over the gateway's own (e.g. scoping each operation), and how `/mcp` binds a session.
+ */
+export interface GatewayAppExtension {
+  middleware: Koa.Middleware[];
+  handlers(defaults: Record<string, MountedHandler>): Record<string, MountedHandler>;
+  mcp_session?: McpOptions['session'];
+  /** Called after an unexpected failure (answered 500) is logged, e.g. to stop the process when the database failed. */
+  onUnexpected?: (error: unknown) => void;
+  /** Names the principal of a request in its log line (a key prefix, never a key). */
+  log_principal?: (ctx: Koa.Context) => string;
 }
 
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`. */
-async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
+export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
   ctx.status = result.http;
   const receipt = await gateway.tree(result.receipt);
   if (result.http === 200) return { output: result.output, receipt };
@@ -111,6 +128,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     },
 
     'decide-approval': async ({ params, body }: OperationRequest<'decide-approval'>, ctx) => {
+      if (body.run === false) throw new HttpError(422, 'invalid_request', 'invalid request: {"run": false} (grant without running) is offered by the hosted gateway only');
       const decided = await decideApproval(db, gateway, params.id, body.decision ?? 'approve');
       const reply = 'rejected' in decided ? { approval: approvalView(decided.rejected, currency) } : await answer(ctx, gateway, decided.run, currency);
       answers.publish(params.id, reply);
@@ -154,12 +172,18 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
   };
 
   const app = new Koa();
-  app.use(requestLog(options.logger));
-  app.use(errorBodies('an unexpected failure inside the gateway; the details are in its log', (error, ctx) => options.logger.error({ err: error, path: ctx.path }, 'unexpected failure')));
+  app.use(requestLog(options.logger, options.extension?.log_principal));
+  app.use(
+    errorBodies('an unexpected failure inside the gateway; the details are in its log', (error, ctx) => {
+      options.logger.error({ err: error, path: ctx.path }, 'unexpected failure');
+      options.extension?.onUnexpected?.(error);
+    }),
+  );
   app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'] }));
   app.use(servedDocuments(gatewayDocument, 'Holon gateway'));
-  const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger });
+  for (const middleware of options.extension?.middleware ?? []) app.use(middleware);
+  const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger, session: options.extension?.mcp_session });
   app.use(mcp);
-  mountOperations(app, { table: operationTable, schemaDocument, handlers });
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: options.extension ? options.extension.handlers(handlers) : handlers });
   return { app, close: mcp.close };
 }

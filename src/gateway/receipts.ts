@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { iso } from '../db/index.ts';
-import { formatMoney, type Micros } from '../contracts/money.ts';
+import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 
 /** How a request ended (or `running` while it runs). */
 export type ReceiptStatus = 'running' | 'succeeded' | 'failed' | 'denied' | 'pending_approval' | 'rejected_input' | 'rejected';
@@ -47,12 +47,29 @@ export async function nextReceiptId(db: Knex): Promise<string> {
   return `r${result.rows[0].n}`;
 }
 
-/** Writes (or overwrites) a receipt; `hold_id` is the hold to release if the gateway restarts before it is finalized. */
+/**
+ * Writes (or overwrites) a receipt; `hold_id` is the hold to release if the gateway restarts
+ * before it is finalized. A finished run (succeeded or failed) also lands once in `call_events`
+ * (gateway §7 "The journal"), append-only, written with its receipt (in the caller's transaction when it passes one).
+ */
 export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, hold_id: string | null = null): Promise<void> {
   await db('gateway_receipts')
     .insert({ id: receipt.id, parent: receipt.parent, root_mandate, status: receipt.status, document: JSON.stringify(receipt), hold_id, created_at: receipt.created_at })
     .onConflict('id')
     .merge(['status', 'document', 'hold_id']);
+  if (receipt.status !== 'succeeded' && receipt.status !== 'failed') return;
+  await db('call_events')
+    .insert({
+      receipt: receipt.id,
+      agent: receipt.agent,
+      status: receipt.status,
+      error: receipt.error?.code ?? null,
+      latency_ms: receipt.duration_ms,
+      cost_micros: receipt.billed ? parseMoney(receipt.cost.own) : 0,
+      delegated: receipt.parent !== null,
+    })
+    .onConflict('receipt')
+    .ignore();
 }
 
 const documentOf = (row: Record<string, any>): Receipt => (typeof row.document === 'string' ? JSON.parse(row.document) : row.document);
@@ -75,10 +92,11 @@ export async function treeOf(db: Knex, receipt: Receipt): Promise<ReceiptTree> {
   return { ...receipt, calls };
 }
 
-/** Root receipts (no parent), newest first, optionally under one root mandate, as trees. */
-export async function listReceiptTrees(db: Knex, options: { mandate?: string; limit: number }): Promise<ReceiptTree[]> {
+/** Root receipts (no parent), newest first, optionally under one root mandate or any of `mandates` (hosted scoping), as trees. */
+export async function listReceiptTrees(db: Knex, options: { mandate?: string; mandates?: readonly string[]; limit: number }): Promise<ReceiptTree[]> {
   const query = db('gateway_receipts').whereNull('parent').orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
   if (options.mandate) query.where({ root_mandate: options.mandate });
+  if (options.mandates) query.whereIn('root_mandate', options.mandates);
   const trees: ReceiptTree[] = [];
   for (const row of await query.select('document')) trees.push(await treeOf(db, documentOf(row)));
   return trees;

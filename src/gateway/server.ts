@@ -20,7 +20,7 @@ import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import { runtimeFor } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused } from './clearing.ts';
-import { createGatewayApp } from './app.ts';
+import { createGatewayApp, type GatewayAppExtension } from './app.ts';
 import { Gateway } from './lifecycle.ts';
 import { closeReservation, storeMandate } from './mandates.ts';
 import { Outbox } from './outbox.ts';
@@ -41,7 +41,7 @@ export const DEV_CREDIT_MICROS = 100_000_000;
  * without that door answers 404, and then its accounts are its own business (clearing-contract §4);
  * an account it refuses is logged, and calls that need it are refused when they happen.
  */
-async function prepareAccounts(clearing: ClearingPort, accounts: readonly string[], logger: Logger): Promise<void> {
+async function prepareAccounts(clearing: ClearingPort, accounts: readonly string[], logger: Logger, dev_credit: boolean): Promise<void> {
   for (const account of new Set(accounts)) {
     try {
       await clearing.createAccount(account);
@@ -54,6 +54,7 @@ async function prepareAccounts(clearing: ClearingPort, accounts: readonly string
       logger.warn({ account }, error.message);
     }
   }
+  if (!dev_credit) return;
   try {
     await clearing.credit('demo-credit:dev', DEV_ACCOUNT, DEV_CREDIT_MICROS, 'dev gateway demo credit', true);
   } catch (error) {
@@ -95,6 +96,22 @@ export interface GatewayServerOptions {
    */
   agents_host_port?: number | null;
   logger?: Logger;
+  /**
+   * A composition above the gateway (the hosted gateway, gateway §7), called once the gateway is
+   * ready and before it listens; what it answers extends the app. With it, the dev account, its
+   * credit and the example mandates are left out.
+   */
+  extend?: (parts: GatewayParts) => Promise<GatewayAppExtension>;
+}
+
+/** What {@link GatewayServerOptions.extend} is handed. */
+export interface GatewayParts {
+  database: Database;
+  gateway: Gateway;
+  registry: Registry;
+  clearing: ClearingPort;
+  outbox: Outbox;
+  logger: Logger;
 }
 
 /** A running gateway. */
@@ -226,7 +243,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   if (host) closers.push(host.close);
   await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents(), host ? new Map([['agents', host.url]]) : new Map());
   const registry = await Registry.fromDatabase(db);
-  await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
+  if (!options.extend) await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
   const outbox = new Outbox(db, clearing, logger);
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
@@ -236,7 +253,9 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
-  await prepareAccounts(clearing, [DEV_ACCOUNT, ...(await rootPayers()), ...authors()], logger);
+  const dev = !options.extend;
+  await prepareAccounts(clearing, [...(dev ? [DEV_ACCOUNT] : []), ...(await rootPayers()), ...authors()], logger, dev);
+  const extension = options.extend ? await options.extend({ database, gateway, registry, clearing, outbox, logger }) : undefined;
   outbox.start();
   closers.push(() => outbox.stop());
   // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).
@@ -261,6 +280,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
       const names = [...new Set([...(await rootPayers()), ...authors()])].sort().map((account) => ({ name: account, account }));
       return [...names, { name: 'holon', account: PLATFORM_FEES }];
     },
+    extension,
   });
   closers.push(closeApp);
   server.on('request', app.callback());

@@ -7,8 +7,12 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 
-/** Koa middleware logging each request once it is answered (error bodies included: mount it outermost). */
-export function requestLog(logger: Logger): Middleware {
+/**
+ * Koa middleware logging each request once it is answered (error bodies included: mount it
+ * outermost). With `principalOf`, the line also names who asked (`principal`: a key prefix,
+ * `none` or `unresolved`; never a key).
+ */
+export function requestLog(logger: Logger, principalOf?: (ctx: Parameters<Middleware>[0]) => string): Middleware {
   return async (ctx, next) => {
     const started_ns = process.hrtime.bigint();
     try {
@@ -19,7 +23,8 @@ export function requestLog(logger: Logger): Middleware {
       const status = ctx.respond === false ? ctx.res.statusCode : ctx.status;
       const receiptId = (ctx.body as { receipt?: { id?: unknown } } | null | undefined)?.receipt?.id;
       const receipt = typeof receiptId === 'string' ? receiptId : null;
-      logger.info({ method: ctx.method, path: ctx.path, status, ms, receipt }, `${ctx.method} ${ctx.path} ${status} ${ms} ms${receipt ? ` ${receipt}` : ''}`);
+      const principal = principalOf ? { principal: principalOf(ctx) } : {};
+      logger.info({ method: ctx.method, path: ctx.path, status, ms, receipt, ...principal }, `${ctx.method} ${ctx.path} ${status} ${ms} ms${receipt ? ` ${receipt}` : ''}`);
     }
   };
 }

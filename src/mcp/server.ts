@@ -36,6 +36,22 @@ export interface McpOptions {
   /** The mandate every call runs under (until hosted keys carry one): `HOLON_MCP_MANDATE`, default `dev/sandbox`. */
   mandate: string;
   logger: Logger;
+  /**
+   * Hosted (gateway §7 "/mcp under keys"): binds each session to the request that opens it (the
+   * agent key's mandate, whether it may ask in the client, and an owner id); a later request of
+   * the session from another owner is answered as an unknown session. Absent: every session runs
+   * under `mandate` and may ask.
+   */
+  session?: (ctx: Koa.Context) => McpSessionBinding;
+}
+
+/** What a session runs under (see {@link McpOptions.session}). */
+export interface McpSessionBinding {
+  mandate: string;
+  /** Whether a held call may be approved through elicitation (`ask_in_client`). */
+  elicit: boolean;
+  /** Who opened the session, e.g. the key's prefix. */
+  owner: string;
 }
 
 /** Replaces `<` with `&lt;` in every string of a JSON value. */
@@ -68,8 +84,8 @@ async function callResult(gateway: Gateway, call: CallResult): Promise<CallToolR
   );
 }
 
-/** One MCP server per session, with the gateway's tools registered. */
-function buildServer(options: McpOptions): McpServer {
+/** One MCP server per session, with the gateway's tools registered; `elicit: false` leaves held calls pending. */
+function buildServer(options: McpOptions & { elicit?: boolean }): McpServer {
   const { db, gateway, registry } = options;
   const server = new McpServer({ name: 'holon-gateway', version: '0.1.0' });
 
@@ -101,7 +117,7 @@ function buildServer(options: McpOptions): McpServer {
     },
     async ({ agent, capability, input, max_cost }) => {
       const call = await gateway.call({ mandate: options.mandate, input, ...(agent === undefined ? {} : { agent }), ...(capability === undefined ? {} : { capability }), ...(max_cost === undefined ? {} : { max_cost }) });
-      if (call.http !== 202 || !server.server.getClientCapabilities()?.elicitation) return callResult(gateway, call);
+      if (call.http !== 202 || options.elicit === false || !server.server.getClientCapabilities()?.elicitation) return callResult(gateway, call);
       return callResult(gateway, await askHuman(server, options, call));
     },
   );
@@ -173,7 +189,7 @@ export const SESSION_IDLE_MS = 30 * 60_000;
  * every session and the idle sweep.
  */
 export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): Promise<void> } {
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; seen_ms: number }>();
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; seen_ms: number; owner: string }>();
   const sweep = setInterval(() => {
     const now = Date.now();
     for (const session of sessions.values()) if (now - session.seen_ms > SESSION_IDLE_MS) void session.transport.close();
@@ -186,7 +202,9 @@ export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): 
   const middleware = async (ctx: Koa.Context, next: Koa.Next) => {
     if (ctx.path !== '/mcp') return next();
     const sessionId = ctx.get('mcp-session-id');
-    const session = sessionId ? sessions.get(sessionId) : undefined;
+    const binding = options.session?.(ctx) ?? { mandate: options.mandate, elicit: true, owner: '' };
+    const found = sessionId ? sessions.get(sessionId) : undefined;
+    const session = found?.owner === binding.owner ? found : undefined;
     let transport = session?.transport;
     if (session) session.seen_ms = Date.now();
     if (!transport) {
@@ -195,12 +213,12 @@ export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): 
       if (sessions.size >= MAX_SESSIONS) return refuse(ctx, 503, `${MAX_SESSIONS} MCP sessions are open: try again shortly`);
       const created = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void sessions.set(id, { transport: created, seen_ms: Date.now() }),
+        onsessioninitialized: (id) => void sessions.set(id, { transport: created, seen_ms: Date.now(), owner: binding.owner }),
       });
       created.onclose = () => {
         if (created.sessionId) sessions.delete(created.sessionId);
       };
-      await buildServer(options).connect(created);
+      await buildServer({ ...options, mandate: binding.mandate, elicit: binding.elicit }).connect(created);
       transport = created;
     }
     ctx.respond = false;

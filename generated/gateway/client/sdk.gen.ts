@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { CallData, CallErrors, CallResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, HealthData, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsResponses, ListReceiptsData, ListReceiptsResponses, ListSettlementsData, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses } from './types.gen.js';
+import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SignupData, SignupErrors, SignupResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -23,28 +23,41 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  *
  * Answers without touching state (gateway §7 "Extra endpoints").
  */
-export const health = <ThrowOnError extends boolean = false>(options?: Options<HealthData, ThrowOnError>) => (options?.client ?? client).get<HealthResponses, unknown, ThrowOnError>({ url: '/healthz', ...options });
+export const health = <ThrowOnError extends boolean = false>(options?: Options<HealthData, ThrowOnError>) => (options?.client ?? client).get<HealthResponses, HealthErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/healthz',
+    ...options
+});
 
 /**
  * Ranked search (gateway §5)
  *
  * Agents matching `q` (id, summary, capabilities) and `capability`, ranked by cost per successful run. With `mandate`, costs are converted into the mandate's currency and agents the mandate denies are listed with the reason.
  */
-export const searchAgents = <ThrowOnError extends boolean = false>(options?: Options<SearchAgentsData, ThrowOnError>) => (options?.client ?? client).get<SearchAgentsResponses, SearchAgentsErrors, ThrowOnError>({ url: '/v0/agents', ...options });
+export const searchAgents = <ThrowOnError extends boolean = false>(options?: Options<SearchAgentsData, ThrowOnError>) => (options?.client ?? client).get<SearchAgentsResponses, SearchAgentsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/agents',
+    ...options
+});
 
 /**
  * One agent (gateway §5)
  *
  * The manifest of the highest version matching `name[@range]`, the agent's measured record and every listed version.
  */
-export const readAgent = <ThrowOnError extends boolean = false>(options: Options<ReadAgentData, ThrowOnError>) => (options.client ?? client).get<ReadAgentResponses, ReadAgentErrors, ThrowOnError>({ url: '/v0/agents/{ns}/{name}', ...options });
+export const readAgent = <ThrowOnError extends boolean = false>(options: Options<ReadAgentData, ThrowOnError>) => (options.client ?? client).get<ReadAgentResponses, ReadAgentErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/agents/{ns}/{name}',
+    ...options
+});
 
 /**
  * Call an agent or a capability (gateway §1, §5)
  *
- * 200 when the call succeeded, 202 when it is pending approval, 403 when denied, 422 when the input is rejected, 502 when the agent failed. Every answer carries the receipt.
+ * 200 when the call succeeded, 202 when it is pending approval, 403 when denied, 422 when the input is rejected, 502 when the agent failed. Every answer carries the receipt. Hosted (gateway §7): human or agent key; with an agent key, `mandate` must be the key's mandate. `Idempotency-Key` (per API key): a key already used answers the original receipt with `replayed: true` and `output: null` and runs nothing; a key whose call is running, or was interrupted by a restart, answers 409; the same key with a different body answers 422 `idempotency_key_reused`.
  */
 export const call = <ThrowOnError extends boolean = false>(options: Options<CallData, ThrowOnError>) => (options.client ?? client).post<CallResponses, CallErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/calls',
     ...options,
     headers: {
@@ -58,21 +71,30 @@ export const call = <ThrowOnError extends boolean = false>(options: Options<Call
  *
  * Every approval still waiting for a decision, newest first. Pending approvals expire after 7 days and forget their input.
  */
-export const listApprovals = <ThrowOnError extends boolean = false>(options?: Options<ListApprovalsData, ThrowOnError>) => (options?.client ?? client).get<ListApprovalsResponses, unknown, ThrowOnError>({ url: '/v0/approvals', ...options });
+export const listApprovals = <ThrowOnError extends boolean = false>(options?: Options<ListApprovalsData, ThrowOnError>) => (options?.client ?? client).get<ListApprovalsResponses, ListApprovalsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/approvals',
+    ...options
+});
 
 /**
- * One approval, waiting for its decision when asked (gateway §5)
+ * One approval, waiting for its decision when asked (gateway §5, §7 "Extra endpoints")
  *
- * The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent.
+ * The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
  */
-export const readApproval = <ThrowOnError extends boolean = false>(options: Options<ReadApprovalData, ThrowOnError>) => (options.client ?? client).get<ReadApprovalResponses, ReadApprovalErrors, ThrowOnError>({ url: '/v0/approvals/{id}', ...options });
+export const readApproval = <ThrowOnError extends boolean = false>(options: Options<ReadApprovalData, ThrowOnError>) => (options.client ?? client).get<ReadApprovalResponses, ReadApprovalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/approvals/{id}',
+    ...options
+});
 
 /**
  * Approve and run, or reject (gateway §5)
  *
- * `{}` approves and runs the held call with its stored input (answered like `POST /v0/calls`); `{"decision": "reject"}` rejects it. Either way the stored input is deleted.
+ * `{}` approves and runs the held call with its stored input (answered like `POST /v0/calls`); `{"run": false}` grants it without running (the caller re-submits the same call with `approval`); `{"decision": "reject"}` rejects it. Hosted: the human key only, on the caller's own mandates.
  */
 export const decideApproval = <ThrowOnError extends boolean = false>(options: Options<DecideApprovalData, ThrowOnError>) => (options.client ?? client).post<DecideApprovalResponses, DecideApprovalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/approvals/{id}',
     ...options,
     headers: {
@@ -86,32 +108,182 @@ export const decideApproval = <ThrowOnError extends boolean = false>(options: Op
  *
  * Root receipts (those without a parent), newest first, each as a tree through `children`.
  */
-export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, unknown, ThrowOnError>({ url: '/v0/receipts', ...options });
+export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, ListReceiptsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/receipts',
+    ...options
+});
 
 /**
  * One receipt tree (gateway §4, §5)
  *
  * The receipt and, recursively, its children.
  */
-export const readReceipt = <ThrowOnError extends boolean = false>(options: Options<ReadReceiptData, ThrowOnError>) => (options.client ?? client).get<ReadReceiptResponses, ReadReceiptErrors, ThrowOnError>({ url: '/v0/receipts/{id}', ...options });
+export const readReceipt = <ThrowOnError extends boolean = false>(options: Options<ReadReceiptData, ThrowOnError>) => (options.client ?? client).get<ReadReceiptResponses, ReadReceiptErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/receipts/{id}',
+    ...options
+});
 
 /**
  * A mandate and its budget (gateway §5)
  *
  * The mandate with its spent, reserved and remaining budget in its currency.
  */
-export const readMandate = <ThrowOnError extends boolean = false>(options: Options<ReadMandateData, ThrowOnError>) => (options.client ?? client).get<ReadMandateResponses, ReadMandateErrors, ThrowOnError>({ url: '/v0/mandates/{issuer}/{name}', ...options });
+export const readMandate = <ThrowOnError extends boolean = false>(options: Options<ReadMandateData, ThrowOnError>) => (options.client ?? client).get<ReadMandateResponses, ReadMandateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/mandates/{issuer}/{name}',
+    ...options
+});
 
 /**
  * Balances (gateway §5)
  *
  * Every account the gateway knows (payers, authors, the platform), read from the clearing binding.
  */
-export const listAccounts = <ThrowOnError extends boolean = false>(options?: Options<ListAccountsData, ThrowOnError>) => (options?.client ?? client).get<ListAccountsResponses, ListAccountsErrors, ThrowOnError>({ url: '/v0/accounts', ...options });
+export const listAccounts = <ThrowOnError extends boolean = false>(options?: Options<ListAccountsData, ThrowOnError>) => (options?.client ?? client).get<ListAccountsResponses, ListAccountsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/accounts',
+    ...options
+});
 
 /**
  * Settlement attempts (clearing-contract §13)
  *
  * The settlement intents the gateway wrote down before posting them, with their state; `abandoned` ones are kept here for an operator.
  */
-export const listSettlements = <ThrowOnError extends boolean = false>(options?: Options<ListSettlementsData, ThrowOnError>) => (options?.client ?? client).get<ListSettlementsResponses, unknown, ThrowOnError>({ url: '/v0/settlements', ...options });
+export const listSettlements = <ThrowOnError extends boolean = false>(options?: Options<ListSettlementsData, ThrowOnError>) => (options?.client ?? client).get<ListSettlementsResponses, ListSettlementsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/settlements',
+    ...options
+});
+
+/**
+ * Sign up with a handle and an email (gateway §7 "Accounts")
+ *
+ * No key needed. Creates the account `handle` with demo credit (`HOLON_SIGNUP_CREDIT`, a credit from `external:demo-credit` under `signup:<handle>`), the starter mandate `<handle>/sandbox`, a human key and an `ask_in_client` agent key for that mandate. Keys are shown once. Rate-limited per address.
+ */
+export const signup = <ThrowOnError extends boolean = false>(options: Options<SignupData, ThrowOnError>) => (options.client ?? client).post<SignupResponses, SignupErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/signup',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Start signing in with GitHub (gateway §7 "Accounts")
+ *
+ * Redirects to GitHub's authorize page with a random `state`, also set in an `HttpOnly`, `SameSite=Lax` cookie valid 10 minutes. 503 `github_signin_off` when the gateway has no GitHub OAuth app (`HOLON_GITHUB_CLIENT_ID`/`_SECRET`).
+ */
+export const githubSignin = <ThrowOnError extends boolean = false>(options?: Options<GithubSigninData, ThrowOnError>) => (options?.client ?? client).get<unknown, GithubSigninErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/auth/github',
+    ...options
+});
+
+/**
+ * GitHub's return (gateway §7 "Accounts")
+ *
+ * Accepts `state` once, from the browser holding its cookie, within 10 minutes; reads the GitHub account (id, login, primary verified email) and forgets GitHub's token; redirects to `/console#login=<code>` (a one-time code valid 2 minutes) or `/console#login_error=<code>`.
+ */
+export const githubCallback = <ThrowOnError extends boolean = false>(options?: Options<GithubCallbackData, ThrowOnError>) => (options?.client ?? client).get<unknown, GithubCallbackErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/auth/github/callback',
+    ...options
+});
+
+/**
+ * Trade a one-time sign-in code (gateway §7 "Accounts")
+ *
+ * The code from `/console#login=<code>`, once, within 2 minutes: the handle, a new human key expiring after 30 days and, for a new account, its agent key.
+ */
+export const githubExchange = <ThrowOnError extends boolean = false>(options: Options<GithubExchangeData, ThrowOnError>) => (options.client ?? client).post<GithubExchangeResponses, GithubExchangeErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/auth/exchange',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Who am I (gateway §7 "Extra endpoints")
+ *
+ * Human key: the account, its balance, mandates and keys (prefixes only). Agent key: its mandate and the mandate's budget.
+ */
+export const readMe = <ThrowOnError extends boolean = false>(options?: Options<ReadMeData, ThrowOnError>) => (options?.client ?? client).get<ReadMeResponses, ReadMeErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/me',
+    ...options
+});
+
+/**
+ * Your root mandates (gateway §7 "Extra endpoints")
+ *
+ * Human key. The caller's root mandates with their budgets, oldest first.
+ */
+export const listMandates = <ThrowOnError extends boolean = false>(options?: Options<ListMandatesData, ThrowOnError>) => (options?.client ?? client).get<ListMandatesResponses, ListMandatesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/mandates',
+    ...options
+});
+
+/**
+ * Create a root mandate (gateway §7 "Extra endpoints")
+ *
+ * Human key. The body is a mandate document (`mandate.schema.json`); the id is put in the caller's namespace (`name` or `<handle>/name`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
+ */
+export const createMandate = <ThrowOnError extends boolean = false>(options: Options<CreateMandateData, ThrowOnError>) => (options.client ?? client).post<CreateMandateResponses, CreateMandateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/mandates',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * A new agent key (gateway §7 "Extra endpoints")
+ *
+ * Human key. An agent key acting under one of the caller's root mandates; `ask_in_client` (default false) lets `/mcp` ask for approvals through elicitation. At most 100 live keys per account.
+ */
+export const createKey = <ThrowOnError extends boolean = false>(options: Options<CreateKeyData, ThrowOnError>) => (options.client ?? client).post<CreateKeyResponses, CreateKeyErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/keys',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Revoke a key (gateway §7 "Extra endpoints")
+ *
+ * Human key. Revokes one of the caller's keys (human or agent) by its prefix; at once and for good.
+ */
+export const revokeKey = <ThrowOnError extends boolean = false>(options: Options<RevokeKeyData, ThrowOnError>) => (options.client ?? client).delete<RevokeKeyResponses, RevokeKeyErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/keys/{prefix}',
+    ...options
+});
+
+/**
+ * Top up demo credit (gateway §7 "Extra endpoints")
+ *
+ * Admin key only. A credit from `external:demo-credit` to `account` under `admin-credit:<id>`, through the clearing seam. At most 1000.00 per credit.
+ */
+export const adminCredit = <ThrowOnError extends boolean = false>(options: Options<AdminCreditData, ThrowOnError>) => (options.client ?? client).post<AdminCreditResponses, AdminCreditErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/admin/credit',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});

@@ -4,6 +4,67 @@ export type ClientOptions = {
     baseUrl: 'http://127.0.0.1:4000' | (string & {});
 };
 
+export type SignupRequest = {
+    /**
+     * 2 to 39 letters, digits and single inner hyphens, like a GitHub login; stored lowercased.
+     */
+    handle: string;
+    email: string;
+};
+
+export type SignupResult = {
+    handle: string;
+    human_key: NewKey;
+    agent_key: NewKey;
+    /**
+     * `<handle>/sandbox`.
+     */
+    mandate: string;
+    credit: Money;
+};
+
+export type ExchangeResult = {
+    handle: string;
+    human_key: NewKey;
+    agent_key?: NewKey;
+};
+
+/**
+ * A key, shown once; only its SHA-256 is stored.
+ */
+export type NewKey = {
+    key: string;
+    prefix: string;
+    kind: 'human' | 'agent';
+    mandate: string | null;
+    ask_in_client: boolean;
+    expires_at: string | null;
+};
+
+/**
+ * A key without its secret.
+ */
+export type KeyView = {
+    prefix: string;
+    kind: 'human' | 'agent';
+    mandate: string | null;
+    ask_in_client: boolean;
+    expires_at: string | null;
+    revoked_at: string | null;
+    created_at: string;
+};
+
+export type Me = {
+    handle: string;
+    principal: 'human' | 'agent';
+    email?: string;
+    balance?: AccountBalance;
+    mandates?: Array<string>;
+    keys?: Array<KeyView>;
+    mandate?: string;
+    budget?: Budget;
+};
+
 /**
  * Every error answer. `code` is a machine token, `error` a sentence saying what happened and what to do next.
  */
@@ -339,6 +400,10 @@ export type CallRequest = {
      */
     input: unknown;
     /**
+     * An approval granted with `{"run": false}`: the same call re-submitted runs under it.
+     */
+    approval?: Id;
+    /**
      * The caller's ceiling, a decimal in the mandate's currency ("0.20"), at most 999999999.999999 (the largest amount). Checked by the gateway, so a malformed or larger one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4).
      */
     max_cost?: string;
@@ -409,9 +474,13 @@ export type ReceiptTree = Receipt & {
  */
 export type CallSucceeded = {
     /**
-     * The agent's output, valid against its `interface.output`.
+     * The agent's output, valid against its `interface.output`; null on a replay.
      */
     output: unknown;
+    /**
+     * Hosted: true when an `Idempotency-Key` already used answered the original receipt without running.
+     */
+    replayed?: boolean;
     receipt: ReceiptTree;
 };
 
@@ -454,10 +523,14 @@ export type Approval = {
 };
 
 /**
- * `{}` approves and runs; `{"decision": "reject"}` rejects.
+ * `{}` approves and runs; `{"run": false}` grants without running; `{"decision": "reject"}` rejects.
  */
 export type ApprovalDecision = {
     decision?: 'approve' | 'reject';
+    /**
+     * With an approval: false grants it without running; the call is then re-submitted with `approval`.
+     */
+    run?: boolean;
 };
 
 /**
@@ -632,6 +705,15 @@ export type HealthData = {
     url: '/healthz';
 };
 
+export type HealthErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+};
+
+export type HealthError = HealthErrors[keyof HealthErrors];
+
 export type HealthResponses = {
     /**
      * The gateway is alive.
@@ -664,6 +746,10 @@ export type SearchAgentsData = {
 };
 
 export type SearchAgentsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
     /**
      * No such agent, mandate, approval, receipt or route.
      */
@@ -701,6 +787,10 @@ export type ReadAgentData = {
 
 export type ReadAgentErrors = {
     /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
      * No such agent, mandate, approval, receipt or route.
      */
     404: ErrorBody;
@@ -719,12 +809,22 @@ export type ReadAgentResponse = ReadAgentResponses[keyof ReadAgentResponses];
 
 export type CallData = {
     body: CallRequest;
+    headers?: {
+        /**
+         * Hosted only: 1 to 255 printable ASCII characters, unique per API key. The call runs at most once under it.
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/v0/calls';
 };
 
 export type CallErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
     /**
      * The mandate denies the call.
      */
@@ -734,9 +834,17 @@ export type CallErrors = {
      */
     404: ErrorBody;
     /**
+     * Hosted: the `Idempotency-Key` names a call still running (`idempotent_call_running`) or one a restart interrupted (`idempotent_call_interrupted`: check `GET /v0/receipts`, then send again with a new key).
+     */
+    409: ErrorBody;
+    /**
      * The input (or the request) was rejected; nothing was reserved or billed.
      */
     422: CallRefused;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
     /**
      * The agent failed; billed only for a declared error with `billed` under `charge_on attempt`.
      */
@@ -769,6 +877,19 @@ export type ListApprovalsData = {
     url: '/v0/approvals';
 };
 
+export type ListApprovalsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+};
+
+export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
+
 export type ListApprovalsResponses = {
     /**
      * The pending approvals.
@@ -786,7 +907,7 @@ export type ReadApprovalData = {
         /**
          * The approval id.
          */
-        id: string;
+        id: Id;
     };
     query?: {
         /**
@@ -798,6 +919,14 @@ export type ReadApprovalData = {
 };
 
 export type ReadApprovalErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
     /**
      * No such agent, mandate, approval, receipt or route.
      */
@@ -833,7 +962,11 @@ export type DecideApprovalData = {
 
 export type DecideApprovalErrors = {
     /**
-     * The approved call was denied when it ran (e.g. the budget no longer fits).
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * The approved call was denied when it ran (e.g. the budget no longer fits), or (hosted) the principal may not decide approvals.
      */
     403: CallRefused;
     /**
@@ -881,6 +1014,23 @@ export type ListReceiptsData = {
     url: '/v0/receipts';
 };
 
+export type ListReceiptsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+};
+
+export type ListReceiptsError = ListReceiptsErrors[keyof ListReceiptsErrors];
+
 export type ListReceiptsResponses = {
     /**
      * The receipt trees.
@@ -905,6 +1055,14 @@ export type ReadReceiptData = {
 };
 
 export type ReadReceiptErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
     /**
      * No such agent, mandate, approval, receipt or route.
      */
@@ -940,6 +1098,14 @@ export type ReadMandateData = {
 
 export type ReadMandateErrors = {
     /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
      * No such agent, mandate, approval, receipt or route.
      */
     404: ErrorBody;
@@ -964,6 +1130,14 @@ export type ListAccountsData = {
 };
 
 export type ListAccountsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
     /**
      * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
      */
@@ -996,6 +1170,19 @@ export type ListSettlementsData = {
     url: '/v0/settlements';
 };
 
+export type ListSettlementsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+};
+
+export type ListSettlementsError = ListSettlementsErrors[keyof ListSettlementsErrors];
+
 export type ListSettlementsResponses = {
     /**
      * The settlement intents.
@@ -1006,3 +1193,377 @@ export type ListSettlementsResponses = {
 };
 
 export type ListSettlementsResponse = ListSettlementsResponses[keyof ListSettlementsResponses];
+
+export type SignupData = {
+    body: SignupRequest;
+    path?: never;
+    query?: never;
+    url: '/v0/signup';
+};
+
+export type SignupErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * `handle_taken` or `email_taken`.
+     */
+    409: ErrorBody;
+    /**
+     * `invalid_request` (a malformed handle or email) or `handle_reserved` (an agent author's namespace, the platform account, or a reserved name).
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     */
+    503: ErrorBody;
+};
+
+export type SignupError = SignupErrors[keyof SignupErrors];
+
+export type SignupResponses = {
+    /**
+     * The account, its keys (shown once) and its starter mandate.
+     */
+    201: SignupResult;
+};
+
+export type SignupResponse = SignupResponses[keyof SignupResponses];
+
+export type GithubSigninData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v0/auth/github';
+};
+
+export type GithubSigninErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     */
+    503: ErrorBody;
+};
+
+export type GithubSigninError = GithubSigninErrors[keyof GithubSigninErrors];
+
+export type GithubCallbackData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * GitHub's authorization code.
+         */
+        code?: string;
+        /**
+         * The state sent to GitHub.
+         */
+        state?: string;
+        /**
+         * GitHub's error, when the user refused.
+         */
+        error?: string;
+    };
+    url: '/v0/auth/github/callback';
+};
+
+export type GithubCallbackErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     */
+    503: ErrorBody;
+};
+
+export type GithubCallbackError = GithubCallbackErrors[keyof GithubCallbackErrors];
+
+export type GithubExchangeData = {
+    body: {
+        code: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v0/auth/exchange';
+};
+
+export type GithubExchangeErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * `account_disabled`: a disabled account gets no new key.
+     */
+    403: ErrorBody;
+    /**
+     * `no_such_login_code`: unknown, used or older than 2 minutes.
+     */
+    404: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     */
+    503: ErrorBody;
+};
+
+export type GithubExchangeError = GithubExchangeErrors[keyof GithubExchangeErrors];
+
+export type GithubExchangeResponses = {
+    /**
+     * The signed-in account's keys.
+     */
+    200: ExchangeResult;
+};
+
+export type GithubExchangeResponse = GithubExchangeResponses[keyof GithubExchangeResponses];
+
+export type ReadMeData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v0/me';
+};
+
+export type ReadMeErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     */
+    503: ErrorBody;
+};
+
+export type ReadMeError = ReadMeErrors[keyof ReadMeErrors];
+
+export type ReadMeResponses = {
+    /**
+     * The caller's view.
+     */
+    200: Me;
+};
+
+export type ReadMeResponse = ReadMeResponses[keyof ReadMeResponses];
+
+export type ListMandatesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v0/mandates';
+};
+
+export type ListMandatesErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+};
+
+export type ListMandatesError = ListMandatesErrors[keyof ListMandatesErrors];
+
+export type ListMandatesResponses = {
+    /**
+     * The mandates.
+     */
+    200: {
+        mandates: Array<MandateRecord>;
+    };
+};
+
+export type ListMandatesResponse = ListMandatesResponses[keyof ListMandatesResponses];
+
+export type CreateMandateData = {
+    /**
+     * A mandate document; checked against `mandate.schema.json` by the handler.
+     */
+    body: {
+        [key: string]: unknown;
+    };
+    path?: never;
+    query?: never;
+    url: '/v0/mandates';
+};
+
+export type CreateMandateErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * `mandate_exists`.
+     */
+    409: ErrorBody;
+    /**
+     * `invalid_mandate` or `invalid_request`.
+     */
+    422: ErrorBody;
+};
+
+export type CreateMandateError = CreateMandateErrors[keyof CreateMandateErrors];
+
+export type CreateMandateResponses = {
+    /**
+     * The stored mandate and its budget.
+     */
+    201: MandateRecord;
+};
+
+export type CreateMandateResponse = CreateMandateResponses[keyof CreateMandateResponses];
+
+export type CreateKeyData = {
+    body: {
+        mandate: string;
+        ask_in_client?: boolean;
+    };
+    path?: never;
+    query?: never;
+    url: '/v0/keys';
+};
+
+export type CreateKeyErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * `too_many_keys`.
+     */
+    422: ErrorBody;
+};
+
+export type CreateKeyError = CreateKeyErrors[keyof CreateKeyErrors];
+
+export type CreateKeyResponses = {
+    /**
+     * The key, shown once.
+     */
+    201: NewKey;
+};
+
+export type CreateKeyResponse = CreateKeyResponses[keyof CreateKeyResponses];
+
+export type RevokeKeyData = {
+    body?: never;
+    path: {
+        /**
+         * The key's prefix, e.g. `hlk_a_x7Kq2pLm`.
+         */
+        prefix: string;
+    };
+    query?: never;
+    url: '/v0/keys/{prefix}';
+};
+
+export type RevokeKeyErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+};
+
+export type RevokeKeyError = RevokeKeyErrors[keyof RevokeKeyErrors];
+
+export type RevokeKeyResponses = {
+    /**
+     * The revoked key.
+     */
+    200: KeyView;
+};
+
+export type RevokeKeyResponse = RevokeKeyResponses[keyof RevokeKeyResponses];
+
+export type AdminCreditData = {
+    body: {
+        account: string;
+        amount: Money;
+    };
+    path?: never;
+    query?: never;
+    url: '/v0/admin/credit';
+};
+
+export type AdminCreditErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: an amount of 0, negative or above the bound.
+     */
+    422: ErrorBody;
+    /**
+     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     */
+    503: ErrorBody;
+};
+
+export type AdminCreditError = AdminCreditErrors[keyof AdminCreditErrors];
+
+export type AdminCreditResponses = {
+    /**
+     * The credit and the account's new balance.
+     */
+    200: {
+        id: string;
+        account: string;
+        amount: Money;
+        balance: Money;
+    };
+};
+
+export type AdminCreditResponse = AdminCreditResponses[keyof AdminCreditResponses];

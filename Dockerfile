@@ -1,0 +1,22 @@
+# The hosted gateway (gateway §7 "Operating"): `holon serve --hosted` and the real MCP agents of
+# agents/ (agents/host.mjs, started by the gateway on 127.0.0.1:4300) in one container.
+# NODE_ENV=production: the gateway refuses to start without DATABASE_URL, HOLON_PUBLIC_URL,
+# HOLON_FILE_SECRET, HOLON_ADMIN_KEY, HOLON_TRUST_PROXY and HOLON_SITE_URL (README "Settings").
+FROM node:20-bookworm-slim
+WORKDIR /app
+# re2 compiles from source when its prebuilt binary cannot be fetched.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+COPY conformance/package.json conformance/package.json
+RUN npm ci --omit=dev && npm cache clean --force
+COPY tsconfig.json ./
+COPY src src
+COPY generated generated
+COPY migrations migrations
+COPY openapi openapi
+COPY agents agents
+ENV NODE_ENV=production
+ENV HOST=0.0.0.0
+ENV PORT=8080
+EXPOSE 8080
+CMD ["node", "src/bin.mjs", "serve", "--hosted"]

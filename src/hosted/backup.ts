@@ -1,0 +1,239 @@
+/**
+ * Backups (gateway §7 "Backups"): `holon backup --out file.jsonl` copies every row of every
+ * table and every sequence's counter; `holon restore --in file.jsonl` loads that copy into an
+ * empty database, in one transaction per database, counters included, on PGlite or Postgres.
+ *
+ * The file is JSON lines: a header `{"holon_backup": 1, "migrations": [...]}`, then one
+ * `{"table", "row"}` line per row and one `{"sequence", "last_value", "is_called"}` per counter.
+ * A database is a list of stores: on Postgres one (`DATABASE_URL` holds the gateway and the
+ * reference binding); on PGlite two directories, `gateway/` and `clearing/`, where the binding's
+ * `clearing_*` tables live in `clearing/` and everything else in `gateway/`, so a backup of
+ * either restores into the other. Account balances are derived from the journal by its own
+ * trigger: they are restored as the journal replays, then checked against the copy.
+ */
+import { once } from 'node:events';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import { int, openDatabase } from '../db/index.ts';
+
+/** The format version written in the header. */
+export const BACKUP_FORMAT = 1;
+
+/** One database a backup reads or a restore writes, and which tables are its. */
+export interface Store {
+  knex: Knex;
+  owns: (table: string) => boolean;
+}
+
+/** The machinery tables a backup leaves out: knex's own bookkeeping. */
+const SKIPPED = new Set(['knex_migrations', 'knex_migrations_lock']);
+
+/** Columns derived from other rows by triggers: restored as 0, rebuilt by the rows that derive them. */
+const DERIVED: Record<string, Record<string, unknown>> = { clearing_accounts: { balance: 0 } };
+
+/** The stores of a target: one Postgres, or the two PGlite directories. */
+export function storesOf(gateway: Knex, clearing: Knex | null): Store[] {
+  if (clearing === null) return [{ knex: gateway, owns: () => true }];
+  return [
+    { knex: gateway, owns: (table) => !table.startsWith('clearing_') },
+    { knex: clearing, owns: (table) => table.startsWith('clearing_') },
+  ];
+}
+
+/**
+ * Opens the stores of a gateway's data: `database_url` (default `DATABASE_URL`) when set, else the
+ * PGlite directories `<dir>/gateway` and `<dir>/clearing` (locked: the gateway must be stopped).
+ */
+export async function openStores(dir: string, database_url = process.env.DATABASE_URL): Promise<{ stores: Store[]; close(): Promise<void> }> {
+  if (database_url) {
+    const database = await openDatabase({ url: database_url });
+    return { stores: storesOf(database.knex, null), close: database.close };
+  }
+  const gateway = await openDatabase({ dir: path.join(dir, 'gateway') });
+  try {
+    const clearing = await openDatabase({ dir: path.join(dir, 'clearing') });
+    return { stores: storesOf(gateway.knex, clearing.knex), close: async () => void (await Promise.all([gateway.close(), clearing.close()])) };
+  } catch (error) {
+    await gateway.close();
+    throw error;
+  }
+}
+
+async function tablesOf(db: Knex | Knex.Transaction, store: Store): Promise<string[]> {
+  const rows = await db.raw(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`);
+  return rows.rows.map((r: { table_name: string }) => r.table_name).filter((t: string) => !SKIPPED.has(t) && store.owns(t));
+}
+
+async function sequencesOf(db: Knex | Knex.Transaction, store: Store, tables: readonly string[]): Promise<string[]> {
+  const rows = await db.raw(`SELECT sequence_name FROM information_schema.sequences WHERE sequence_schema = current_schema() ORDER BY sequence_name`);
+  // A sequence belongs to the store owning the table whose name it starts with (`clearing_postings_id_seq`), else to the gateway's.
+  return rows.rows.map((r: { sequence_name: string }) => r.sequence_name).filter((s: string) => store.owns(s) || tables.some((t) => s.startsWith(`${t}_`)));
+}
+
+/** The json/jsonb columns of a table, which need their values written as JSON text. */
+async function jsonColumns(db: Knex | Knex.Transaction, table: string): Promise<Set<string>> {
+  const rows = await db.raw(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND data_type IN ('json', 'jsonb')`, [table]);
+  return new Set(rows.rows.map((r: { column_name: string }) => r.column_name));
+}
+
+/** Tables in an order where every foreign key points to a table already loaded; and each table's self-referencing columns. */
+async function loadOrder(db: Knex | Knex.Transaction, tables: readonly string[]): Promise<{ order: string[]; selfRefs: Map<string, string[]> }> {
+  const rows = await db.raw(`
+    SELECT child.relname AS child, parent.relname AS parent, att.attname AS column
+    FROM pg_constraint c
+    JOIN pg_class child ON child.oid = c.conrelid
+    JOIN pg_class parent ON parent.oid = c.confrelid
+    JOIN pg_attribute att ON att.attrelid = c.conrelid AND att.attnum = c.conkey[1]
+    WHERE c.contype = 'f' AND child.relnamespace = current_schema()::regnamespace`);
+  const parents = new Map<string, Set<string>>(tables.map((t) => [t, new Set()]));
+  const selfRefs = new Map<string, string[]>();
+  for (const { child, parent, column } of rows.rows as Array<{ child: string; parent: string; column: string }>) {
+    if (child === parent) selfRefs.set(child, [...(selfRefs.get(child) ?? []), column]);
+    else if (parents.has(child) && parents.has(parent)) parents.get(child)!.add(parent);
+  }
+  const order: string[] = [];
+  while (order.length < tables.length) {
+    const ready = tables.filter((t) => !order.includes(t) && [...parents.get(t)!].every((p) => order.includes(p)));
+    if (ready.length === 0) throw new Error(`the foreign keys among ${tables.join(', ')} form a cycle`);
+    order.push(...ready);
+  }
+  return { order, selfRefs };
+}
+
+/** The migration names applied to a database (the header records them; a restore needs the same). */
+async function migrationsOf(db: Knex): Promise<string[]> {
+  return (await db('knex_migrations').orderBy('name').pluck('name')) as string[];
+}
+
+/**
+ * Writes every row and counter of `stores` to `out` (a file path); each store is read in one
+ * repeatable-read transaction, so a Postgres backup is consistent while the gateway runs.
+ * Returns the number of rows written.
+ */
+export async function backup(stores: readonly Store[], out: string): Promise<number> {
+  const file = createWriteStream(out, { flags: 'wx' });
+  const write = async (value: unknown) => {
+    if (!file.write(`${JSON.stringify(value)}\n`)) await once(file, 'drain');
+  };
+  let rows = 0;
+  try {
+    await write({ holon_backup: BACKUP_FORMAT, migrations: await migrationsOf(stores[0].knex), created_at: new Date().toISOString() });
+    for (const store of stores) {
+      await store.knex.transaction(
+        async (trx) => {
+          const tables = await tablesOf(trx, store);
+          for (const table of tables) {
+            for (const row of await trx(table).select('*')) {
+              await write({ table, row });
+              rows += 1;
+            }
+          }
+          for (const sequence of await sequencesOf(trx, store, tables)) {
+            const { rows: [state] } = await trx.raw(`SELECT last_value, is_called FROM "${sequence}"`);
+            await write({ sequence, last_value: int(state.last_value), is_called: state.is_called });
+          }
+        },
+        { isolationLevel: 'repeatable read' },
+      );
+    }
+  } finally {
+    file.end();
+    await once(file, 'close');
+  }
+  return rows;
+}
+
+/** Reads a backup file: its header, rows by table and counters. */
+async function readBackup(path: string) {
+  const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
+  let header: { holon_backup: number; migrations: string[] } | null = null;
+  const rows = new Map<string, Record<string, unknown>[]>();
+  const sequences: Array<{ sequence: string; last_value: number; is_called: boolean }> = [];
+  for await (const line of lines) {
+    if (line === '') continue;
+    const entry = JSON.parse(line);
+    if (header === null) {
+      if (entry.holon_backup !== BACKUP_FORMAT) throw new Error(`${path} is not a Holon backup of format ${BACKUP_FORMAT}`);
+      header = entry;
+    } else if (typeof entry.table === 'string') {
+      rows.set(entry.table, [...(rows.get(entry.table) ?? []), entry.row]);
+    } else sequences.push(entry);
+  }
+  if (header === null) throw new Error(`${path} is empty`);
+  return { header, rows, sequences };
+}
+
+/** Whether a store holds only what its migrations seeded (the identity row, the binding's machinery accounts). */
+async function isEmpty(trx: Knex.Transaction, tables: readonly string[]): Promise<string | null> {
+  for (const table of tables) {
+    const query = trx(table);
+    if (table === 'gateway_identity') continue;
+    if (table === 'clearing_accounts') query.where('kind', 'holder');
+    const [{ n }] = await query.count('* as n');
+    if (int(n) > 0) return table;
+  }
+  return null;
+}
+
+/** Inserts rows of a self-referencing table so every parent precedes its children. */
+function parentsFirst(rows: Record<string, unknown>[], columns: readonly string[], key = 'id'): Record<string, unknown>[] {
+  const placed = new Set<unknown>();
+  const ordered: Record<string, unknown>[] = [];
+  let pending = rows;
+  while (pending.length > 0) {
+    const next = pending.filter((row) => !columns.every((c) => row[c] === null || placed.has(row[c])));
+    const ready = pending.filter((row) => !next.includes(row));
+    if (ready.length === 0) throw new Error('rows refer to parents missing from the backup');
+    for (const row of ready) {
+      ordered.push(row);
+      placed.add(row[key] ?? row.txn_id);
+    }
+    pending = next;
+  }
+  return ordered;
+}
+
+/**
+ * Loads a backup into empty stores (one transaction each). Throws, changing nothing, when a
+ * store is not empty, when the migrations differ, or when the restored balances do not match
+ * the copy's. Returns the number of rows restored.
+ */
+export async function restore(stores: readonly Store[], path: string): Promise<number> {
+  const { header, rows, sequences } = await readBackup(path);
+  const here = await migrationsOf(stores[0].knex);
+  if (JSON.stringify(here) !== JSON.stringify(header.migrations)) {
+    throw new Error(`the backup was taken at migrations ${header.migrations.join(', ')}; this database is at ${here.join(', ')}`);
+  }
+  let restored = 0;
+  for (const store of stores) {
+    await store.knex.transaction(async (trx) => {
+      const tables = await tablesOf(trx, store);
+      const occupied = await isEmpty(trx, tables);
+      if (occupied !== null) throw new Error(`refusing to restore into a database that is not empty (${occupied} has rows)`);
+      if (tables.includes('gateway_identity')) await trx('gateway_identity').delete();
+      if (tables.includes('clearing_accounts')) await trx('clearing_accounts').delete();
+      const { order, selfRefs } = await loadOrder(trx, tables);
+      for (const table of order) {
+        const json = await jsonColumns(trx, table);
+        const self = selfRefs.get(table);
+        const source = rows.get(table) ?? [];
+        const loaded = self ? parentsFirst(source, self, table === 'clearing_transactions' ? 'txn_id' : 'id') : source;
+        for (const row of loaded) {
+          const values = Object.fromEntries(Object.entries(row).map(([k, v]) => [k, json.has(k) && v !== null ? JSON.stringify(v) : v]));
+          await trx(table).insert({ ...values, ...DERIVED[table] });
+          restored += 1;
+        }
+      }
+      for (const state of sequences.filter((s) => tables.some((t) => s.sequence.startsWith(`${t}_`)) || store.owns(s.sequence))) {
+        await trx.raw(`SELECT setval('"${state.sequence}"', ?, ?)`, [Math.max(state.last_value, 1), state.is_called]);
+      }
+      for (const row of tables.includes('clearing_accounts') ? rows.get('clearing_accounts') ?? [] : []) {
+        const now = await trx('clearing_accounts').where({ id: row.id }).first('balance');
+        if (int(now.balance) !== int(row.balance)) throw new Error(`account ${row.id} restored with balance ${now.balance}, the copy says ${row.balance}: the backup is inconsistent`);
+      }
+    });
+  }
+  return restored;
+}

@@ -1,0 +1,105 @@
+/**
+ * Idempotent calls (gateway §7 "Idempotent calls"): `POST /v0/calls` with an `Idempotency-Key`,
+ * per API key. The key is claimed, with the receipt id the call will use, in a row written
+ * before the call runs: the primary key (API key, idempotency key) lets exactly one of two racing
+ * requests claim it, so a key is never run twice. The claim names its receipt, so whatever
+ * happens next the receipt is found: a finished call is replayed (`replayed: true`, `output`
+ * null, never run again); a running one answers 409; one a restart interrupted answers 409 too,
+ * since its outcome is unknown. The same key with a different body is refused 422.
+ */
+import { createHash } from 'node:crypto';
+import type Koa from 'koa';
+import type { Knex } from 'knex';
+import type { OperationRequest } from '../../generated/gateway/server.ts';
+
+type CallBody = OperationRequest<'call'>['body'];
+import { HttpError } from '../http/errors.ts';
+import { answer } from '../gateway/app.ts';
+import { approvalView, lockApproval } from '../gateway/approvals.ts';
+import type { CallResult, Gateway } from '../gateway/lifecycle.ts';
+import { nextReceiptId, readReceipt } from '../gateway/receipts.ts';
+import { useGrant } from './grants.ts';
+import type { Principal } from './principal.ts';
+import { requireScope } from './scope.ts';
+
+/** Longest idempotency key, in characters (printable ASCII only). */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
+
+const KEY_SHAPE = /^[\x21-\x7e]+$/;
+
+/** Marks every claim still `running` as `interrupted` (start-up, gateway §7 "Restarts"); returns how many. */
+export async function interruptRunningClaims(db: Knex): Promise<number> {
+  return db('hosted_idempotency').where({ status: 'running' }).update({ status: 'interrupted' });
+}
+
+/** The SHA-256 of a call body's JSON, as the claim stores it. */
+const bodyHash = (body: unknown): string => createHash('sha256').update(JSON.stringify(body)).digest('hex');
+
+/** Answers a claim already made: replay, 409 or 422. */
+async function answerClaimed(db: Knex, gateway: Gateway, ctx: Koa.Context, claim: Record<string, any>, hash: string): Promise<unknown> {
+  const key = claim.idempotency_key as string;
+  if (claim.request_sha256 !== hash) {
+    throw new HttpError(422, 'idempotency_key_reused', `the Idempotency-Key ${key} was used with a different body: use a new key for a different call`);
+  }
+  if (claim.status === 'running') throw new HttpError(409, 'idempotent_call_running', `the call under Idempotency-Key ${key} is still running: wait, then send it again to read its receipt`);
+  if (claim.status === 'interrupted') {
+    throw new HttpError(409, 'idempotent_call_interrupted', `the gateway restarted while the call under Idempotency-Key ${key} ran (receipt ${claim.receipt}); check GET /v0/receipts before sending it again with a new key`);
+  }
+  const receipt = (await readReceipt(db, claim.receipt))!;
+  ctx.status = claim.http;
+  const tree = await gateway.tree(receipt);
+  if (claim.http === 200) return { output: null, receipt: tree, replayed: true };
+  if (claim.http === 202 && receipt.approval) {
+    const approval = await db.transaction((trx) => lockApproval(trx, receipt.approval!));
+    return { approval: approvalView(approval!, receipt.currency), receipt: tree, replayed: true };
+  }
+  return { error: receipt.error?.message ?? 'the call did not succeed', code: receipt.error?.code ?? 'failed', receipt: tree, replayed: true };
+}
+
+/**
+ * Runs `POST /v0/calls` for a principal: with `approval`, the one run a `{"run": false}` grant
+ * allows; with an `Idempotency-Key`, at most once per API key. Throws 422 for a malformed key.
+ */
+export async function idempotentCall(deps: { db: Knex; gateway: Gateway }, ctx: Koa.Context, principal: Principal, body: CallBody): Promise<unknown> {
+  const { db, gateway } = deps;
+  const { approval: approval_id, ...request } = body;
+  const key = ctx.get('idempotency-key');
+  if (key !== '' && (key.length > MAX_IDEMPOTENCY_KEY_CHARS || !KEY_SHAPE.test(key))) {
+    throw new HttpError(422, 'invalid_request', `invalid request: Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters`);
+  }
+  if (approval_id !== undefined) {
+    const held = await db.transaction((trx) => lockApproval(trx, approval_id));
+    if (!held) throw new HttpError(404, 'no_such_approval', `there is no approval ${approval_id}`);
+    await requireScope(db, principal, held.mandate, 'no_such_approval', 'approval', approval_id);
+  }
+  const hash = bodyHash(body);
+  const prefix = (principal as { prefix: string }).prefix;
+  const run = async (receipt: string | undefined): Promise<CallResult> => {
+    if (approval_id === undefined) return gateway.call(request, receipt === undefined ? {} : { receipt });
+    const approved = await db.transaction((trx) => useGrant(trx, approval_id));
+    return gateway.call(request, { receipt: approved.receipt, approved });
+  };
+  if (key === '') return answer(ctx, gateway, await run(undefined), 'EUR');
+
+  const receipt = await nextReceiptId(db);
+  const claimed = await db('hosted_idempotency')
+    .insert({ key_prefix: prefix, idempotency_key: key, request_sha256: hash, receipt, status: 'running' })
+    .onConflict(['key_prefix', 'idempotency_key'])
+    .ignore()
+    .returning('receipt');
+  if (claimed.length === 0) {
+    const claim = await db('hosted_idempotency').where({ key_prefix: prefix, idempotency_key: key }).first();
+    return answerClaimed(db, gateway, ctx, claim, hash);
+  }
+  let result: CallResult;
+  try {
+    result = await run(receipt);
+  } catch (error) {
+    // A refusal thrown before anything ran (no such mandate, an approval not granted) frees the key; anything else leaves its outcome unknown.
+    if (error instanceof HttpError) await db('hosted_idempotency').where({ key_prefix: prefix, idempotency_key: key }).delete();
+    else await db('hosted_idempotency').where({ key_prefix: prefix, idempotency_key: key }).update({ status: 'interrupted' });
+    throw error;
+  }
+  await db('hosted_idempotency').where({ key_prefix: prefix, idempotency_key: key }).update({ status: 'done', http: result.http, receipt: result.receipt.id });
+  return answer(ctx, gateway, result, result.receipt.currency);
+}

@@ -1,0 +1,68 @@
+/**
+ * Rate limits of the hosted gateway (gateway §7 "Limits and platform rules"): per account (every
+ * key of an account shares one budget, so more keys buy nothing), per client address, sign-ups
+ * per address, and the operator key's own. The client address is the socket's peer, or with
+ * `HOLON_TRUST_PROXY=1` the last `X-Forwarded-For` entry, the one the trusted proxy appended:
+ * entries a client wrote itself come before it and are never read, so a forged header buys
+ * nothing. Counting is rate-limiter-flexible's (in memory: one gateway process, gateway §8).
+ */
+import type Koa from 'koa';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { HttpError } from '../http/errors.ts';
+import { principalOf } from './principal.ts';
+
+/** Requests allowed per window; every bound is a setting (README "Hosted settings"). */
+export interface RateLimits {
+  /** Requests per address per minute (`HOLON_RATE_ADDRESS`, default 600). */
+  address_per_minute: number;
+  /** Requests per account per minute, all its keys together (`HOLON_RATE_ACCOUNT`, default 120). */
+  account_per_minute: number;
+  /** Requests per minute with the admin key (`HOLON_RATE_ADMIN`, default 60). */
+  admin_per_minute: number;
+  /** Sign-ups per address per hour (`HOLON_RATE_SIGNUP`, default 5). */
+  signups_per_hour: number;
+}
+
+/** The client's address: the socket's peer, or behind a trusted proxy the last `X-Forwarded-For` entry. */
+export function clientAddress(ctx: Koa.Context, trust_proxy: boolean): string {
+  const peer = ctx.req.socket.remoteAddress ?? 'unknown';
+  if (!trust_proxy) return peer;
+  const entries = ctx.get('x-forwarded-for').split(',').map((entry) => entry.trim()).filter(Boolean);
+  return entries.at(-1) ?? peer;
+}
+
+/** Consumes one point of `key`; throws 429 `rate_limited` with `Retry-After` when the window is spent. */
+async function consume(ctx: Koa.Context, limiter: RateLimiterMemory, key: string, what: string): Promise<void> {
+  try {
+    await limiter.consume(key);
+  } catch (error) {
+    if (!(error instanceof RateLimiterRes)) throw error;
+    const seconds = Math.ceil(error.msBeforeNext / 1000);
+    ctx.set('Retry-After', String(seconds));
+    throw new HttpError(429, 'rate_limited', `too many requests ${what} (at most ${limiter.points} per ${limiter.duration} s): try again in ${seconds} s`);
+  }
+}
+
+/** The limiters and the middleware that applies them. */
+export function rateLimits(limits: RateLimits, trust_proxy: boolean) {
+  const address = new RateLimiterMemory({ points: limits.address_per_minute, duration: 60 });
+  const account = new RateLimiterMemory({ points: limits.account_per_minute, duration: 60 });
+  const admin = new RateLimiterMemory({ points: limits.admin_per_minute, duration: 60 });
+  const signups = new RateLimiterMemory({ points: limits.signups_per_hour, duration: 3600 });
+  return {
+    /** Per address, before any key is looked at (so a flood of bad keys is limited too). */
+    byAddress: (async (ctx, next) => {
+      await consume(ctx, address, clientAddress(ctx, trust_proxy), 'from this address');
+      await next();
+    }) as Koa.Middleware,
+    /** Per account and for the admin key, after the principal is resolved. */
+    byPrincipal: (async (ctx, next) => {
+      const principal = principalOf(ctx);
+      if (principal.kind === 'admin') await consume(ctx, admin, 'admin', 'with the admin key');
+      if (principal.kind === 'human' || principal.kind === 'agent') await consume(ctx, account, principal.account, `from account ${principal.account}`);
+      await next();
+    }) as Koa.Middleware,
+    /** One sign-up from this request's address. */
+    signup: (ctx: Koa.Context) => consume(ctx, signups, clientAddress(ctx, trust_proxy), 'signing up from this address'),
+  };
+}

@@ -1,0 +1,243 @@
+/**
+ * The hosted gateway's handler table (gateway §7): the gateway's own operations, each asking the
+ * principal first and scoped to it, and the hosted operations (sign-up, keys, mandates, me,
+ * approvals, admin credit). Built over the gateway's default handlers, so the call lifecycle
+ * stays the gateway's; this module only decides who may do what, and on what.
+ */
+import type Koa from 'koa';
+import type { Knex } from 'knex';
+import type { OperationId, OperationRequest } from '../../generated/gateway/server.ts';
+import { formatMoney, parseMoney } from '../contracts/money.ts';
+import { HttpError } from '../http/errors.ts';
+import type { MountedHandler } from '../http/mount.ts';
+import { approvalView, lockApproval, pendingApprovals, type ApprovalRow } from '../gateway/approvals.ts';
+import { ClearingRefused, ClearingUnreachable, type ClearingPort } from '../gateway/clearing.ts';
+import { closeExpiredApprovals } from '../gateway/decisions.ts';
+import type { Gateway } from '../gateway/lifecycle.ts';
+import { budgetOf, budgetView, loadMandate, storeMandate } from '../gateway/mandates.ts';
+import { listReceiptTrees } from '../gateway/receipts.ts';
+import { adminCredit, clearingFailure, mandateRefused, signUp, type AccountDeps } from './accounts.ts';
+import type { GithubHandlers } from './github.ts';
+import { grantApproval } from './grants.ts';
+import { liveKeys, mintKey, MAX_LIVE_KEYS, keyView } from './keys.ts';
+import { OPERATION_PRINCIPALS } from './policy.ts';
+import { requirePrincipal, type Principal } from './principal.ts';
+import { inScope, mandatesInScope, requireScope } from './scope.ts';
+import { idempotentCall } from './idempotency.ts';
+
+/** What the hosted handlers need. */
+export interface HostedRouteDeps extends AccountDeps {
+  gateway: Gateway;
+  clearing: ClearingPort;
+  /** The GitHub sign-in handlers (answering 503 when it is off). */
+  github: GithubHandlers;
+  /** Counts one sign-up from the request's address; throws 429 past the bound. */
+  limitSignup: (ctx: Koa.Context) => Promise<void>;
+}
+
+/** An account's figures as `AccountBalance`; null when the binding has no account for it. */
+async function balanceOf(clearing: ClearingPort, account: string, name = account) {
+  try {
+    const figures = await clearing.readBalance(account);
+    return { account: name, balance: formatMoney(figures.balance), available: formatMoney(figures.available), reserved: formatMoney(figures.reserved) };
+  } catch (error) {
+    if (error instanceof ClearingRefused && error.status === 404) return null;
+    if (error instanceof ClearingUnreachable) throw new HttpError(503, 'clearing_unavailable', `${error.message}; the balance cannot be read right now`);
+    throw error;
+  }
+}
+
+/** Reads an approval (no lock held after), or null. */
+async function readApproval(db: Knex, id: string): Promise<ApprovalRow | null> {
+  return db.transaction((trx) => lockApproval(trx, id));
+}
+
+/** The approval `id` when it is in the principal's scope; 404 `no_such_approval` otherwise. */
+async function scopedApproval(db: Knex, principal: Principal, id: string): Promise<ApprovalRow> {
+  const approval = await readApproval(db, id);
+  if (!approval || !(await inScope(db, principal, approval.mandate))) throw new HttpError(404, 'no_such_approval', `there is no approval ${id}`);
+  return approval;
+}
+
+/**
+ * Puts a caller's mandate document in its namespace (gateway §7 "Extra endpoints"): id `name`
+ * or `<handle>/name`, issuer forced, grantee `<handle>/…`, EUR, the platform's fx. Throws 422.
+ */
+export function hostedMandate(handle: string, body: Record<string, any>, fx: Record<string, string>): Record<string, any> {
+  const refuse = (message: string) => new HttpError(422, 'invalid_mandate', message);
+  if (typeof body.id !== 'string' || body.id === '') throw refuse('id is required: a name, put in your namespace');
+  const parts = body.id.split('/');
+  const [ns, name] = parts.length === 1 ? [handle, parts[0]] : parts;
+  if (parts.length > 2 || ns !== handle) throw refuse(`id ${body.id} is outside your namespace ${handle}/: give a name, or ${handle}/<name>`);
+  if (typeof body.grantee !== 'string' || !body.grantee.startsWith(`${handle}/`)) throw refuse(`grantee must be ${handle}/<name>`);
+  const budget = body.budget ?? {};
+  if (budget.currency !== undefined && budget.currency !== 'EUR') throw refuse('budget.currency must be EUR on this gateway');
+  if (budget.fx !== undefined) throw refuse('budget.fx is set by the platform on hosted mandates: leave it out');
+  return { ...body, id: `${handle}/${name}`, issuer: handle, budget: { ...budget, currency: 'EUR', fx } };
+}
+
+/** Throws 422 `invalid_request` when a string of the request holds a NUL character: Postgres JSONB cannot store it (gateway §7 "Limits"). */
+export function refuseNul(value: unknown, where = 'request'): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw new HttpError(422, 'invalid_request', `invalid request: ${where} holds a NUL character (U+0000), which is refused`);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  for (const [key, item] of Object.entries(value)) {
+    refuseNul(key, where);
+    refuseNul(item, `${where}.${key}`);
+  }
+}
+
+/** Builds the hosted handler table over the gateway's defaults; every handler first asks the principal. */
+export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, MountedHandler>): Record<string, MountedHandler> {
+  const { db, clearing } = deps;
+
+  const own: Partial<Record<OperationId, (request: any, ctx: Koa.Context, principal: Principal) => Promise<unknown>>> = {
+    'search-agents': async (request: OperationRequest<'search-agents'>, ctx, principal) => {
+      if (request.query.mandate) await requireScope(db, principal, request.query.mandate, 'no_such_mandate', 'mandate', request.query.mandate);
+      return defaults['search-agents'](request, ctx);
+    },
+
+    call: async (request: OperationRequest<'call'>, ctx, principal) => {
+      await requireScope(db, principal, request.body.mandate, 'no_such_mandate', 'mandate', request.body.mandate);
+      return idempotentCall(deps, ctx, principal, request.body);
+    },
+
+    'list-approvals': async (_request, _ctx, principal) => {
+      await closeExpiredApprovals(db);
+      const roots = new Set(await mandatesInScope(db, principal));
+      const approvals = (await pendingApprovals(db)).filter((row) => roots.has(row.mandate.split('.')[0]));
+      return { approvals: approvals.map((row) => approvalView(row, 'EUR')) };
+    },
+
+    'read-approval': async ({ params }: OperationRequest<'read-approval'>, _ctx, principal) => {
+      await closeExpiredApprovals(db);
+      return { approval: approvalView(await scopedApproval(db, principal, params.id), 'EUR') };
+    },
+
+    'decide-approval': async (request: OperationRequest<'decide-approval'>, ctx, principal) => {
+      await scopedApproval(db, principal, request.params.id);
+      if (request.body.run === false && request.body.decision !== 'reject') return { approval: approvalView(await grantApproval(db, request.params.id), 'EUR') };
+      return defaults['decide-approval']({ ...request, body: { decision: request.body.decision } }, ctx);
+    },
+
+    'list-receipts': async ({ query }: OperationRequest<'list-receipts'>, _ctx, principal) => {
+      if (query.mandate) await requireScope(db, principal, query.mandate, 'no_such_mandate', 'mandate', query.mandate);
+      const mandates = query.mandate ? [query.mandate] : await mandatesInScope(db, principal);
+      return { receipts: await listReceiptTrees(db, { mandates, limit: query.limit ?? 50 }) };
+    },
+
+    'read-receipt': async (request: OperationRequest<'read-receipt'>, ctx, principal) => {
+      const row = await db('gateway_receipts').where({ id: request.params.id }).first('root_mandate');
+      if (!row || !(await inScope(db, principal, row.root_mandate))) throw new HttpError(404, 'no_such_receipt', `there is no receipt ${request.params.id}`);
+      return defaults['read-receipt'](request, ctx);
+    },
+
+    'read-mandate': async (request: OperationRequest<'read-mandate'>, ctx, principal) => {
+      const id = `${request.params.issuer}/${request.params.name}`;
+      await requireScope(db, principal, id, 'no_such_mandate', 'mandate', id);
+      return defaults['read-mandate'](request, ctx);
+    },
+
+    'list-accounts': async (_request, _ctx, principal) => {
+      const handles = principal.kind === 'human' ? [principal.account] : (await db('hosted_accounts').orderBy('handle').select('handle')).map((r) => r.handle as string);
+      const accounts = [];
+      for (const handle of handles) {
+        const balance = await balanceOf(clearing, handle);
+        if (balance) accounts.push(balance);
+      }
+      if (principal.kind === 'admin') {
+        const fees = await balanceOf(clearing, 'platform:fees', 'holon');
+        if (fees) accounts.push(fees);
+      }
+      return { currency: 'EUR', accounts };
+    },
+
+    signup: async ({ body }: OperationRequest<'signup'>, ctx) => {
+      await deps.limitSignup(ctx);
+      const created = await signUp(deps, body);
+      ctx.status = 201;
+      return created;
+    },
+
+    'read-me': async (_request, _ctx, principal) => {
+      if (principal.kind === 'agent') {
+        const stored = (await loadMandate(db, principal.mandate))!;
+        const figures = await budgetOf(db, stored.id, stored.mandate.budget.total_micros);
+        return { handle: principal.account, principal: 'agent', mandate: stored.id, budget: budgetView(stored.mandate.budget.currency, figures) };
+      }
+      if (principal.kind !== 'human') throw new Error('read-me is open to human and agent keys only');
+      const account = await db('hosted_accounts').where({ handle: principal.account }).first();
+      const balance = await balanceOf(clearing, principal.account);
+      return {
+        handle: principal.account,
+        principal: 'human',
+        ...(account.email ? { email: account.email } : {}),
+        ...(balance ? { balance } : {}),
+        mandates: await mandatesInScope(db, principal),
+        keys: (await liveKeys(db, principal.account)).map(({ account: _account, ...key }) => key),
+      };
+    },
+
+    'list-mandates': async (_request, _ctx, principal) => {
+      const mandates = [];
+      for (const id of await mandatesInScope(db, principal)) {
+        const stored = (await loadMandate(db, id))!;
+        mandates.push({ mandate: stored.document, budget: budgetView('EUR', await budgetOf(db, id, stored.mandate.budget.total_micros)) });
+      }
+      return { mandates };
+    },
+
+    'create-mandate': async ({ body }: OperationRequest<'create-mandate'>, ctx, principal) => {
+      const account = (principal as Extract<Principal, { kind: 'human' }>).account;
+      const document = hostedMandate(account, body as Record<string, any>, deps.fx);
+      const stored = await db.transaction(async (trx) => {
+        if (await trx('gateway_mandates').where({ id: document.id }).first('id')) throw new HttpError(409, 'mandate_exists', `the mandate ${document.id} exists: choose another name`);
+        return storeMandate(trx, document, { parent: null, payer: account }).catch(mandateRefused);
+      });
+      ctx.status = 201;
+      return { mandate: stored.document, budget: budgetView('EUR', await budgetOf(db, stored.id, stored.mandate.budget.total_micros)) };
+    },
+
+    'create-key': async ({ body }: OperationRequest<'create-key'>, ctx, principal) => {
+      const account = (principal as Extract<Principal, { kind: 'human' }>).account;
+      await requireScope(db, principal, body.mandate, 'no_such_mandate', 'mandate', body.mandate);
+      if (body.mandate.includes('.')) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${body.mandate}`);
+      const key = await db.transaction(async (trx) => {
+        await trx('hosted_accounts').where({ handle: account }).forUpdate().first('handle');
+        if ((await liveKeys(trx, account)).length >= MAX_LIVE_KEYS) throw new HttpError(422, 'too_many_keys', `an account holds at most ${MAX_LIVE_KEYS} live keys: revoke one first`);
+        return mintKey(trx, { kind: 'agent', account, mandate: body.mandate, ask_in_client: body.ask_in_client ?? false, ttl_ms: null });
+      });
+      ctx.status = 201;
+      return key;
+    },
+
+    'revoke-key': async ({ params }: OperationRequest<'revoke-key'>, _ctx, principal) => {
+      const account = (principal as Extract<Principal, { kind: 'human' }>).account;
+      const [row] = await db('hosted_keys').where({ prefix: params.prefix, account }).update({ revoked_at: db.raw('coalesce(revoked_at, now())') }).returning('*');
+      if (!row) throw new HttpError(404, 'no_such_key', `there is no key ${params.prefix}`);
+      const { account: _account, ...view } = keyView(row);
+      return view;
+    },
+
+    'admin-credit': async ({ body }: OperationRequest<'admin-credit'>) => {
+      const credited = await adminCredit(deps, body.account, parseMoney(body.amount, 'amount'));
+      const balance = await balanceOf(clearing, body.account).catch(clearingFailure);
+      return { ...credited, balance: balance?.balance ?? credited.amount };
+    },
+  };
+
+  const table: Record<string, MountedHandler> = {};
+  for (const [operation, kinds] of Object.entries(OPERATION_PRINCIPALS)) {
+    const handler = own[operation as OperationId];
+    const fallback = defaults[operation] ?? deps.github[operation as 'github-signin'];
+    if (!handler && !fallback) continue;
+    table[operation] = async (request, ctx) => {
+      const principal = requirePrincipal(ctx, kinds);
+      refuseNul(request);
+      return handler ? handler(request, ctx, principal) : fallback!(request, ctx);
+    };
+  }
+  return table;
+}

@@ -1,0 +1,128 @@
+/**
+ * `holon serve --hosted` (gateway §7): the composition root of the hosted gateway. It starts the
+ * same gateway as `holon serve` (Postgres from `DATABASE_URL`, else PGlite in `db`) and wires the
+ * hosted layer above it through the gateway's extension hooks: the principal middleware, the
+ * scoped handler table, `/mcp` under the agent key's mandate. Nothing below imports this module.
+ */
+import type Koa from 'koa';
+import pino, { type Logger } from 'pino';
+import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
+import type { GatewayAppExtension } from '../gateway/app.ts';
+import { allowedHostsFromEnv } from '../http/host-gate.ts';
+import { githubSignIn } from './github.ts';
+import { rateLimits } from './limits.ts';
+import { isDatabaseFailure } from './stop.ts';
+import { interruptRunningClaims } from './idempotency.ts';
+import { principalMiddleware, principalOf, requirePrincipal, type Principal } from './principal.ts';
+import { hostedHandlers } from './routes.ts';
+import { readSettings, type HostedSettings } from './settings.ts';
+
+/** Options of {@link startHostedGateway}. */
+export interface HostedGatewayOptions {
+  /** TCP port; 0 picks a free one. */
+  port: number;
+  /** Interface to listen on (default 127.0.0.1). */
+  host?: string;
+  /** PGlite data directory when no PostgreSQL URL is given. */
+  db: string;
+  /** PostgreSQL (default: `DATABASE_URL`). */
+  database_url?: string;
+  /** Settings (default: read from the environment, see `settings.ts`). */
+  settings?: HostedSettings;
+  /** Directories of shipped agents (default: `HOLON_REGISTRY`, comma-separated, else `agents`). */
+  agent_dirs?: readonly string[];
+  /** Agent ids left out (default `HOLON_EXCLUDE`). */
+  exclude?: readonly string[];
+  /** What stops the process when the database failed (default: log and exit 1). */
+  stop?: (error: unknown) => void;
+  /** Port of `agents/host.mjs` (default `HOLON_AGENTS_PORT`, else 4300); null: do not start it. */
+  agents_host_port?: number | null;
+  /**
+   * Public names the gateway answers to besides its listening address (DNS-rebinding gate);
+   * default `HOLON_ALLOWED_HOSTS`. `HOLON_PUBLIC_URL`'s host is always one of them.
+   */
+  allowed_hosts?: readonly string[];
+  logger?: Logger;
+}
+
+/** The agent directories `HOLON_REGISTRY` names, `agents` by default: the demo agents of `examples/` are never listed unless added. */
+export function registryDirs(): string[] {
+  return (process.env.HOLON_REGISTRY ?? 'agents').split(',').map((dir) => dir.trim()).filter(Boolean);
+}
+
+/** Refuses `/mcp` to anything but an agent key (401 without a key, 403 for another principal). */
+const mcpNeedsAgentKey: Koa.Middleware = async (ctx, next) => {
+  if (ctx.path === '/mcp') requirePrincipal(ctx, ['agent']);
+  await next();
+};
+
+/** The hosted layer over a ready gateway. */
+export async function hostedExtension(parts: GatewayParts, settings: HostedSettings, stop: (error: unknown) => void): Promise<GatewayAppExtension> {
+  const db = parts.database.knex;
+  await interruptRunningClaims(db);
+  const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
+  const deps = {
+    db,
+    gateway: parts.gateway,
+    clearing: parts.clearing,
+    signup_credit_micros: settings.signup_credit_micros,
+    fx: settings.fx,
+    authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
+  };
+  const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup };
+  return {
+    middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
+    handlers: (defaults) => hostedHandlers(routeDeps, defaults),
+    log_principal: (ctx) => {
+      const principal = ctx.state.principal as Principal | undefined;
+      return principal === undefined ? 'unresolved' : principal.kind === 'none' ? 'none' : principal.prefix;
+    },
+    onUnexpected: (error) => {
+      if (isDatabaseFailure(error)) stop(error);
+    },
+    mcp_session: (ctx) => {
+      const principal = principalOf(ctx);
+      if (principal.kind !== 'agent') throw new Error('/mcp reached without an agent key');
+      return { mandate: principal.mandate, elicit: principal.key.ask_in_client, owner: principal.prefix };
+    },
+  };
+}
+
+/** The default stop: a fatal log line, then exit code 1 (gateway §7: memory must never be ahead of the database). */
+function exitOnDatabaseFailure(logger: Logger): (error: unknown) => void {
+  return (error) => {
+    logger.fatal({ err: error }, 'the database failed: stopping, so nothing answers from a state it does not hold');
+    process.exit(1);
+  };
+}
+
+/**
+ * Starts the hosted gateway; resolves once it listens. Throws (before anything starts) when a
+ * setting required in production is missing or malformed, naming each one.
+ */
+export async function startHostedGateway(options: HostedGatewayOptions): Promise<RunningGateway> {
+  const settings = options.settings ?? readSettings();
+  const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'info' });
+  // A request still failing while the gateway closes (its pool is gone) is the shutdown, not a failed write.
+  let closing = false;
+  const stop = options.stop ?? exitOnDatabaseFailure(logger);
+  const running = await startGateway({
+    port: options.port,
+    host: options.host,
+    db: options.db,
+    database_url: options.database_url,
+    agent_dirs: options.agent_dirs ?? registryDirs(),
+    exclude: options.exclude ?? excludedAgents(),
+    agents_host_port: options.agents_host_port,
+    allowed_hosts: [...(options.allowed_hosts ?? allowedHostsFromEnv()), ...(settings.public_url ? [settings.public_url] : [])],
+    logger,
+    extend: (parts) => hostedExtension(parts, settings, (error) => closing || stop(error)),
+  });
+  return {
+    ...running,
+    close: async () => {
+      closing = true;
+      await running.close();
+    },
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * A hosted gateway for tests (gateway §7): `startHostedGateway` on a fresh store (PGlite, or a
+ * database of its own on `DATABASE_URL`) with the test agents, explicit settings (an admin key,
+ * 5.00 EUR of sign-up credit), and helpers to sign accounts up.
+ */
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import pino, { type Logger } from 'pino';
+import supertest from 'supertest';
+import type TestAgent from 'supertest/lib/agent.js';
+import type { RunningGateway } from '../../src/gateway/server.ts';
+import { startHostedGateway } from '../../src/hosted/server.ts';
+import { readSettings, type HostedSettings } from '../../src/hosted/settings.ts';
+import { FIXTURE_AGENTS, freshStore } from './gateway.ts';
+
+/** The admin key of every test hosted gateway. */
+export const ADMIN_KEY = 'test-admin-key-0123456789abcdef0123456789';
+
+/** A signed-up account: its handle, keys and starter mandate. */
+export interface TestAccount {
+  handle: string;
+  human: string;
+  human_prefix: string;
+  agent: string;
+  agent_prefix: string;
+  mandate: string;
+}
+
+/** A running hosted test gateway. */
+export interface TestHosted {
+  running: RunningGateway;
+  http: TestAgent;
+  store: { db: string; database_url?: string };
+  settings: HostedSettings;
+  /** Signs a new account up (`POST /v0/signup`), a unique handle unless given. */
+  signup(handle?: string): Promise<TestAccount>;
+  close(options?: { keep?: boolean }): Promise<void>;
+}
+
+/** A unique handle valid for sign-up (`h-1a2b3c4d`). */
+export const uniqueAccount = (prefix = 'h'): string => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/** Starts a hosted gateway for tests; `settings` override the defaults above. */
+export async function startTestHosted(
+  options: { store?: { db: string; database_url?: string }; settings?: Partial<HostedSettings>; logger?: Logger; stop?: (error: unknown) => void } = {},
+): Promise<TestHosted> {
+  const store = options.store ?? (await freshStore());
+  // Generous rate limits unless a test sets its own: every test request comes from 127.0.0.1.
+  const base = readSettings({ HOLON_ADMIN_KEY: ADMIN_KEY, HOLON_RATE_ADDRESS: '100000', HOLON_RATE_ACCOUNT: '100000', HOLON_RATE_ADMIN: '100000', HOLON_RATE_SIGNUP: '100000' });
+  const settings: HostedSettings = { ...base, ...options.settings };
+  const running = await startHostedGateway({
+    port: 0,
+    ...store,
+    settings,
+    agent_dirs: [FIXTURE_AGENTS],
+    exclude: [],
+    agents_host_port: null,
+    stop: options.stop,
+    logger: options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
+  });
+  const http = supertest(running.server);
+  return {
+    running,
+    http,
+    store,
+    settings,
+    async signup(handle = uniqueAccount()) {
+      const response = await http.post('/v0/signup').send({ handle, email: `${handle}@example.test` });
+      if (response.status !== 201) throw new Error(`signup ${handle}: ${response.status} ${JSON.stringify(response.body)}`);
+      const body = response.body;
+      return {
+        handle: body.handle,
+        human: body.human_key.key,
+        human_prefix: body.human_key.prefix,
+        agent: body.agent_key.key,
+        agent_prefix: body.agent_key.prefix,
+        mandate: body.mandate,
+      };
+    },
+    async close({ keep = false } = {}) {
+      await running.close();
+      if (!keep) await rm(store.db, { recursive: true, force: true });
+    },
+  };
+}

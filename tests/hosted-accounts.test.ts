@@ -1,0 +1,197 @@
+/**
+ * Accounts, keys, mandates and approvals of the hosted gateway (gateway §7 "Accounts",
+ * "Principals", "Approvals and attended clients"): sign-up with its credit through the clearing
+ * seam, handle rules, keys stored as SHA-256, revocation, hosted mandates, admin credit, and the
+ * three decisions on an approval.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { ClearingPort } from '../src/gateway/clearing.ts';
+import { ADMIN_KEY, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from './helpers/hosted.ts';
+
+let hosted: TestHosted;
+let clearing: ClearingPort;
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+before(async () => {
+  hosted = await startTestHosted();
+  clearing = new ClearingPort(hosted.running.clearing_url);
+});
+after(async () => hosted?.close());
+
+describe('sign-up', () => {
+  test('gives 5.00 EUR credited from external:demo-credit under signup:<handle>, a sandbox mandate and two keys', async () => {
+    const account = await hosted.signup();
+    const me = await hosted.http.get('/v0/me').set(bearer(account.human)).expect(200);
+    assert.equal(me.body.balance.balance, '5.00');
+    assert.deepEqual(me.body.mandates, [`${account.handle}/sandbox`]);
+    assert.deepEqual(me.body.keys.map((k: { kind: string; ask_in_client: boolean }) => [k.kind, k.ask_in_client]), [['human', false], ['agent', true]]);
+    // The credit was recorded under signup:<handle>: the same transaction id again applies nothing.
+    const replay = await clearing.credit(`signup:${account.handle}`, account.handle, 5_000_000, 'replay', true);
+    assert.equal((replay as { applied: boolean }).applied, false);
+    const agentView = await hosted.http.get('/v0/me').set(bearer(account.agent)).expect(200);
+    assert.deepEqual(agentView.body.budget, { currency: 'EUR', total: '5.00', spent: '0.00', reserved: '0.00', remaining: '5.00' });
+  });
+
+  test('stores keys as SHA-256 only', async () => {
+    const account = await hosted.signup();
+    const rows = await hosted.running.db.knex('hosted_keys').where({ account: account.handle }).orderBy('kind', 'desc');
+    assert.deepEqual(rows.map((r) => r.sha256), [account.human, account.agent].map((k) => createHash('sha256').update(k).digest('hex')));
+    assert.ok(!JSON.stringify(rows).includes(account.human.slice(16)));
+  });
+
+  test('lowercases the handle and refuses malformed, reserved and taken handles and taken emails, creating nothing', async () => {
+    const handle = uniqueAccount('Up');
+    const created = await hosted.http.post('/v0/signup').send({ handle, email: `${handle}@example.test` }).expect(201);
+    assert.equal(created.body.handle, handle.toLowerCase());
+    const refusals: Array<[Record<string, string>, number, string]> = [
+      [{ handle: 'a', email: 'a@example.test' }, 422, 'invalid_request'],
+      [{ handle: 'x'.repeat(40), email: 'b@example.test' }, 422, 'invalid_request'],
+      [{ handle: 'bad--dash', email: 'c@example.test' }, 422, 'invalid_request'],
+      [{ handle: 'gt', email: 'd@example.test' }, 422, 'handle_reserved'],
+      [{ handle: 'holon', email: 'e@example.test' }, 422, 'handle_reserved'],
+      [{ handle: 'Holon-Labs', email: 'f@example.test' }, 422, 'handle_reserved'],
+      [{ handle: handle.toUpperCase(), email: 'g@example.test' }, 409, 'handle_taken'],
+      [{ handle: uniqueAccount(), email: `${handle}@EXAMPLE.test` }, 409, 'email_taken'],
+      [{ handle: uniqueAccount(), email: 'not-an-email' }, 422, 'invalid_request'],
+    ];
+    for (const [body, status, code] of refusals) {
+      const response = await hosted.http.post('/v0/signup').send(body);
+      assert.deepEqual([response.status, response.body.code], [status, code], JSON.stringify(body));
+    }
+    assert.equal((await hosted.running.db.knex('hosted_accounts').whereIn('email', ['a@example.test', 'd@example.test', 'g@example.test']).count('* as n'))[0].n, 0);
+  });
+});
+
+describe('keys', () => {
+  let account: TestAccount;
+  before(async () => {
+    account = await hosted.signup();
+  });
+
+  test('a revoked key answers 401 invalid_key at once; another account cannot revoke it (404)', async () => {
+    const created = await hosted.http.post('/v0/keys').set(bearer(account.human)).send({ mandate: account.mandate }).expect(201);
+    assert.equal(created.body.ask_in_client, false);
+    await hosted.http.get('/v0/me').set(bearer(created.body.key)).expect(200);
+    const other = await hosted.signup();
+    assert.equal((await hosted.http.delete(`/v0/keys/${created.body.prefix}`).set(bearer(other.human))).status, 404);
+    await hosted.http.delete(`/v0/keys/${created.body.prefix}`).set(bearer(account.human)).expect(200);
+    const refused = await hosted.http.get('/v0/me').set(bearer(created.body.key));
+    assert.deepEqual([refused.status, refused.body.code], [401, 'invalid_key']);
+  });
+
+  test('a key with a wrong secret but a real prefix is refused', async () => {
+    const forged = account.human.slice(0, 14) + 'A'.repeat(account.human.length - 14);
+    assert.equal((await hosted.http.get('/v0/me').set(bearer(forged))).status, 401);
+  });
+
+  test('an agent key for another account\'s mandate is refused 404', async () => {
+    const other = await hosted.signup();
+    const response = await hosted.http.post('/v0/keys').set(bearer(account.human)).send({ mandate: other.mandate });
+    assert.deepEqual([response.status, response.body.code], [404, 'no_such_mandate']);
+  });
+});
+
+describe('hosted mandates', () => {
+  test('the id goes into the caller\'s namespace, the issuer is forced, EUR with the platform\'s fx', async () => {
+    const account = await hosted.signup();
+    const created = await hosted.http
+      .post('/v0/mandates')
+      .set(bearer(account.human))
+      .send({ id: 'books', issuer: 'someone-else', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, budget: { total: '2.00' } })
+      .expect(201);
+    assert.equal(created.body.mandate.id, `${account.handle}/books`);
+    assert.equal(created.body.mandate.issuer, account.handle);
+    assert.deepEqual(created.body.mandate.budget, { total: '2.00', currency: 'EUR', fx: hosted.settings.fx });
+    const refusals: Array<[Record<string, unknown>, number, string]> = [
+      [{ id: 'fx', grantee: `${account.handle}/bot`, budget: { total: '1.00', fx: { USD: '0.01' } } }, 422, 'invalid_mandate'],
+      [{ id: 'usd', grantee: `${account.handle}/bot`, budget: { total: '1.00', currency: 'USD' } }, 422, 'invalid_mandate'],
+      [{ id: 'other/x', grantee: `${account.handle}/bot`, budget: { total: '1.00' } }, 422, 'invalid_mandate'],
+      [{ id: `${account.handle}/x/y`, grantee: `${account.handle}/bot`, budget: { total: '1.00' } }, 422, 'invalid_mandate'],
+      [{ id: 'g', grantee: 'other/bot', budget: { total: '1.00' } }, 422, 'invalid_mandate'],
+      [{ id: 'books', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, budget: { total: '1.00' } }, 409, 'mandate_exists'],
+    ];
+    for (const [body, status, code] of refusals) {
+      const response = await hosted.http.post('/v0/mandates').set(bearer(account.human)).send(body);
+      assert.deepEqual([response.status, response.body.code], [status, code], JSON.stringify(body));
+    }
+  });
+});
+
+describe('admin credit', () => {
+  test('credits through the seam under admin-credit:<id>; refuses 0, too much and unknown accounts', async () => {
+    const account = await hosted.signup();
+    const credited = await hosted.http.post('/v0/admin/credit').set(bearer(ADMIN_KEY)).send({ account: account.handle, amount: '2.50' }).expect(200);
+    assert.equal(credited.body.balance, '7.50');
+    const replay = await clearing.credit(`admin-credit:${credited.body.id}`, account.handle, 2_500_000, 'replay', true);
+    assert.equal((replay as { applied: boolean }).applied, false);
+    for (const [body, status] of [[{ account: account.handle, amount: '0' }, 422], [{ account: account.handle, amount: '1000.01' }, 422], [{ account: 'nobody-here', amount: '1.00' }, 404]] as const) {
+      assert.equal((await hosted.http.post('/v0/admin/credit').set(bearer(ADMIN_KEY)).send(body)).status, status);
+    }
+  });
+});
+
+describe('approvals', () => {
+  let account: TestAccount;
+  let mandate: string;
+  let agentKey: string;
+  const held = async () => {
+    const response = await hosted.http.post('/v0/calls').set(bearer(agentKey)).send({ mandate, agent: 'gt/run', input: { do: 'ok' } });
+    assert.equal(response.status, 202);
+    return response.body.approval.id as string;
+  };
+  before(async () => {
+    account = await hosted.signup();
+    await hosted.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'careful', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, approval: { above: '0.05' }, budget: { total: '3.00' } }).expect(201);
+    mandate = `${account.handle}/careful`;
+    agentKey = (await hosted.http.post('/v0/keys').set(bearer(account.human)).send({ mandate }).expect(201)).body.key;
+  });
+
+  test('{} approves and runs; the agent key may read it but never decide', async () => {
+    const id = await held();
+    assert.equal((await hosted.http.get(`/v0/approvals/${id}`).set(bearer(agentKey)).expect(200)).body.approval.status, 'pending');
+    assert.equal((await hosted.http.post(`/v0/approvals/${id}`).set(bearer(agentKey)).send({})).status, 403);
+    const ran = await hosted.http.post(`/v0/approvals/${id}`).set(bearer(account.human)).send({}).expect(200);
+    assert.equal(ran.body.receipt.status, 'succeeded');
+    assert.equal((await hosted.http.get(`/v0/approvals/${id}`).set(bearer(agentKey)).expect(200)).body.approval.status, 'approved');
+  });
+
+  test('{"run": false} grants; the agent re-submits with approval and it runs once under the held receipt', async () => {
+    const id = await held();
+    const granted = await hosted.http.post(`/v0/approvals/${id}`).set(bearer(account.human)).send({ run: false }).expect(200);
+    assert.equal(granted.body.approval.status, 'approved');
+    const receipt = granted.body.approval.receipt;
+    const ran = await hosted.http.post('/v0/calls').set(bearer(agentKey)).send({ mandate, agent: 'gt/run', input: { do: 'ok' }, approval: id }).expect(200);
+    assert.deepEqual([ran.body.receipt.id, ran.body.receipt.status, ran.body.receipt.approval], [receipt, 'succeeded', id]);
+    const again = await hosted.http.post('/v0/calls').set(bearer(agentKey)).send({ mandate, agent: 'gt/run', input: { do: 'ok' }, approval: id });
+    assert.deepEqual([again.status, again.body.code], [409, 'approval_not_granted']);
+  });
+
+  test('{"decision": "reject"} rejects; nothing runs', async () => {
+    const id = await held();
+    const rejected = await hosted.http.post(`/v0/approvals/${id}`).set(bearer(account.human)).send({ decision: 'reject' }).expect(200);
+    assert.equal(rejected.body.approval.status, 'rejected');
+    const again = await hosted.http.post(`/v0/approvals/${id}`).set(bearer(account.human)).send({});
+    assert.deepEqual([again.status, again.body.code], [409, 'approval_decided']);
+  });
+});
+
+describe('call_events', () => {
+  test('every finished run lands once, append-only: agent, status, error, latency, its own cost billed, delegated', async () => {
+    const account = await hosted.signup();
+    const tree = await hosted.http.post('/v0/calls').set(bearer(account.agent)).send({ mandate: account.mandate, agent: 'gto/pass', input: { calls: [{ agent: 'gt/run' }], do: 'ok' } }).expect(200);
+    const failed = await hosted.http.post('/v0/calls').set(bearer(account.agent)).send({ mandate: account.mandate, agent: 'gt/run', input: { do: 'unbilled_error' } }).expect(502);
+    const ids = [tree.body.receipt.id, tree.body.receipt.calls[0].id, failed.body.receipt.id];
+    const events = await hosted.running.db.knex('call_events').whereIn('receipt', ids).orderBy('id').select('receipt', 'agent', 'status', 'error', 'cost_micros', 'delegated', 'latency_ms');
+    assert.deepEqual(
+      events.map(({ latency_ms: _latency, ...event }) => ({ ...event, cost_micros: Number(event.cost_micros) })),
+      [
+        { receipt: ids[1], agent: 'gt/run@1.0.0', status: 'succeeded', error: null, cost_micros: 100_000, delegated: true },
+        { receipt: ids[0], agent: 'gto/pass@1.0.0', status: 'succeeded', error: null, cost_micros: 100_000, delegated: false },
+        { receipt: ids[2], agent: 'gt/run@1.0.0', status: 'failed', error: 'unbilled_failure', cost_micros: 0, delegated: false },
+      ],
+    );
+    await assert.rejects(hosted.running.db.knex('call_events').where({ receipt: ids[0] }).update({ cost_micros: 0 }), /append-only/);
+  });
+});
