@@ -19,6 +19,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
+import pino from 'pino';
 import { operationTable as clearingTable, schemaDocument as clearingDocument } from '../generated/clearing/server.ts';
 import { operationTable as gatewayTable, schemaDocument as gatewayDocument } from '../generated/gateway/server.ts';
 import { createClearingApp } from '../src/clearing/app.ts';
@@ -155,7 +156,8 @@ const PATHS = new Map<string, string>([
 before(async () => {
   const store = await freshStore();
   const db = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'clearing') });
-  const server = createClearingApp({ db: db.knex }).listen(0, '127.0.0.1');
+  // A 500 logs its cause, so a failure shows why.
+  const server = createClearingApp({ db: db.knex, logger: pino({ level: 'error' }) }).listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   binding = { db, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
   gateway = await startTestGateway({ store, clearing_url: binding.url });
@@ -170,9 +172,10 @@ before(async () => {
   }
   await gateway.clearing.createAccount('fz');
   await gateway.fund('fz', 50_000_000);
-  for (const account of ['fz-a', 'fz-b', 'fz-c']) await gateway.clearing.createAccount(account);
-  await gateway.fund('fz-a', 1_000_000);
-  pools.accounts = ['fz-a', 'fz-b', 'fz-c', 'external:funding', 'platform:fees', 'nobody'];
+  const holders = Array.from({ length: 10 }, (_, i) => `fz-${i}`);
+  for (const account of holders) await gateway.clearing.createAccount(account);
+  await gateway.fund('fz-0', 1_000_000);
+  pools.accounts = [...holders, 'external:funding', 'platform:fees', 'nobody'];
   pools.agentKeys = ['fz-key', 'nobody-key'];
   pools.mandates = ['fz/open', 'fz/careful', 'fz/open', 'fz/open', 'fz/careful', 'fz/open', 'fz/open.r1', 'nobody/none'];
   pools.agents = [...agents, 'acme/table-extract@^1', 'acme/table-extract@9', 'nobody/none'];

@@ -84,7 +84,7 @@ export const hostileStrings: readonly string[] = [
 
 /** JSON fragments in place of a number: bounds, beyond-exact integers, floats, other types. */
 export const hostileNumbers: readonly RawJson[] = [
-  '-1', '0', '1', '999999999999999', '1000000000000000', '9007199254740991', '9007199254740993', '-9007199254740993',
+  '-1', '0', '1', '1000000000000000', '9007199254740991', '9007199254740993', '-9007199254740993',
   '1e300', '-1e300', '1.5', '"5"', 'true', 'null', '[]', '{}',
 ].map((text) => new RawJson(text));
 
@@ -126,14 +126,17 @@ function resolveRef(document: Schema, schema: Schema): Schema {
   return at;
 }
 
-/** Small amounts reach the rules (funds, caps); the bounds and the full range test the edges. */
+/**
+ * Small amounts reach the rules (funds, caps); one beyond each bound tests the edge. Large valid
+ * amounts are left to the bound's own tests: accepted settlements (never refused for funds)
+ * would pile them up to the balance bound within one run.
+ */
 function integerArbitrary(schema: Schema): fc.Arbitrary<Planned> {
   const min = schema.minimum ?? -1_000_000;
   const max = Math.min(schema.maximum ?? Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
   return fc.oneof(
-    { arbitrary: fc.integer({ min, max: Math.min(max, min + 20_000) }), weight: 12 },
-    { arbitrary: fc.integer({ min, max }), weight: 1 },
-    { arbitrary: fc.constantFrom(min, max), weight: 1 },
+    { arbitrary: fc.integer({ min: Math.max(min, -10_000), max: Math.min(max, Math.max(min, -10_000) + 20_000) }), weight: 20 },
+    { arbitrary: fc.constantFrom<Planned>(min - 1, max === Number.MAX_SAFE_INTEGER ? new RawJson('9007199254740992') : max + 1), weight: 1 },
   );
 }
 
