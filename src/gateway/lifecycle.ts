@@ -122,11 +122,13 @@ export class Gateway {
   /**
    * Runs one call through every step of gateway §1 and answers with its receipt. Throws
    * HttpError 404 `no_such_mandate` when the mandate does not exist (there is nothing to write a
-   * receipt under); every other outcome is a `CallResult`.
+   * receipt under), and for a derived sub-mandate named by anyone but the open run it was
+   * derived for (gateway §3, issue 8 §1.1); every other outcome is a `CallResult`.
    */
   async call(request: CallRequest, options: CallOptions = {}): Promise<CallResult> {
     const { db } = this.deps;
-    const mandate = await loadMandate(db, request.mandate);
+    const derived = options.parent?.sub;
+    const mandate = derived?.id === request.mandate ? derived : await loadMandate(db, request.mandate);
     if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
     const id = options.receipt ?? (await nextReceiptId(db));
     const call: Call = {
@@ -397,8 +399,12 @@ export class Gateway {
     const manifest = agent.loaded.manifest;
     const worst = call.worst!;
     const children: Array<Promise<CallResult>> = [];
+    // The sub-mandate is usable only while this run is open (issue 8 §1.1): a call made after the
+    // run ended would escape the settlement below, which counts it against the root mandate.
+    let open = true;
     const delegate: Delegate = async (target, input, options) => {
       if (!sub) throw new Error(`${call.receipt.agent} declares no calls: it cannot delegate`);
+      if (!open) throw new Error(`the run of ${call.receipt.agent} has ended: its sub-mandate ${sub.id} takes no more calls`);
       const request: CallRequest = { mandate: sub.id, input, ...(typeof target === 'string' ? { agent: target } : target), ...(options?.max_cost ? { max_cost: options.max_cost } : {}) };
       const mode = manifest.downstream?.mode === 'included' ? 'included' : 'passthrough';
       // Registered before the first await, so a run that times out meanwhile still waits for this call (§3).
@@ -424,6 +430,7 @@ export class Gateway {
       signal,
       delegate,
     });
+    open = false;
     // §3: a run is not settled until all its downstream calls have, including those still in flight after a timeout.
     const settledChildren = await Promise.all(children);
     // What this call's payer paid for them: passthrough children only (an `included` orchestrator pays its own).

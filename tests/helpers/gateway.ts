@@ -12,6 +12,7 @@
  *
  * Money is integer micro-units; `micros('0.10')` and `money(100_000)` convert at the edges.
  */
+import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { constants } from 'node:fs';
@@ -28,7 +29,7 @@ import { startClearingServer, type RunningClearing } from '../../src/clearing/se
 import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
 import { openDatabase } from '../../src/db/index.ts';
 import { ClearingPort } from '../../src/gateway/clearing.ts';
-import { storeMandate } from '../../src/gateway/mandates.ts';
+import { budgetOf, budgetView, storeMandate } from '../../src/gateway/mandates.ts';
 import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
 import { DEV_ACCOUNT, startGateway, type RunningGateway } from '../../src/gateway/server.ts';
 
@@ -92,6 +93,8 @@ export interface TestGateway {
   allAccounts(): Promise<string[]>;
   /** A receipt (a tree) by id, through `GET /v0/receipts/{id}`. */
   receipt(id: string): Promise<ReceiptTree>;
+  /** A derived sub-mandate as `GET /v0/mandates/{id}` would show it, read from the database (no door serves it: gateway §3). */
+  derivedMandate(id: string): Promise<{ mandate: Record<string, unknown>; budget: ReturnType<typeof budgetView> }>;
   /** Stops the gateway; removes the data directory unless `keep`. */
   close(options?: { keep?: boolean }): Promise<void>;
 }
@@ -257,6 +260,13 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     async receipt(id) {
       const response = await http.get(`/v0/receipts/${id}`).expect(200);
       return response.body as ReceiptTree;
+    },
+    async derivedMandate(id) {
+      const knex = running.db.knex;
+      const row = await knex('gateway_mandates').where({ id }).whereNotNull('parent').first();
+      assert.ok(row, `no derived mandate ${id}`);
+      const mandate = typeof row.document === 'string' ? JSON.parse(row.document) : row.document;
+      return { mandate, budget: budgetView(row.currency, await budgetOf(knex, id, micros(mandate.budget.total))) };
     },
     async close({ keep = false } = {}) {
       await running.close();

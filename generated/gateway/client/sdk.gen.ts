@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { CallData, CallErrors, CallResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, HealthData, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsResponses, ListReceiptsData, ListReceiptsResponses, ListSettlementsData, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses } from './types.gen.js';
+import type { CallData, CallErrors, CallResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, HealthData, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -79,7 +79,7 @@ export const decideApproval = <ThrowOnError extends boolean = false>(options: Op
  *
  * Root receipts (those without a parent), newest first, each as a tree through `children`.
  */
-export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, unknown, ThrowOnError>({ url: '/v0/receipts', ...options });
+export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, ListReceiptsErrors, ThrowOnError>({ url: '/v0/receipts', ...options });
 
 /**
  * One receipt tree (gateway §4, §5)
@@ -91,7 +91,7 @@ export const readReceipt = <ThrowOnError extends boolean = false>(options: Optio
 /**
  * A mandate and its budget (gateway §5)
  *
- * The mandate with its spent, reserved and remaining budget in its currency.
+ * The mandate with its spent, reserved and remaining budget in its currency. A derived sub-mandate (gateway §3) is usable only by the run it was derived for: here it answers 404 `no_such_mandate`, like a mandate that does not exist.
  */
 export const readMandate = <ThrowOnError extends boolean = false>(options: Options<ReadMandateData, ThrowOnError>) => (options.client ?? client).get<ReadMandateResponses, ReadMandateErrors, ThrowOnError>({ url: '/v0/mandates/{issuer}/{name}', ...options });
 

@@ -810,7 +810,7 @@ export type ListReceiptsData = {
     path?: never;
     query?: {
         /**
-         * Only receipts under this root mandate.
+         * Only receipts under this root mandate. A mandate that does not exist, or a derived sub-mandate (usable only by its own run), answers 404 `no_such_mandate`.
          */
         mandate?: string;
         /**
@@ -820,6 +820,15 @@ export type ListReceiptsData = {
     };
     url: '/v0/receipts';
 };
+
+export type ListReceiptsErrors = {
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+};
+
+export type ListReceiptsError = ListReceiptsErrors[keyof ListReceiptsErrors];
 
 export type ListReceiptsResponses = {
     /**
