@@ -364,7 +364,9 @@ export class Gateway {
         await clearing.openHold(holdId, call.receipt.payer, worst.worst_case_micros, expires, call.id);
       } catch (error) {
         const refused = error instanceof ClearingRefused;
-        await this.abandon(call, null);
+        // Unreachable means the outcome is unknown (the answer may be what was lost): the hold may
+        // exist, so its release is queued like any other (issue 8 §1.3); release is idempotent.
+        await this.abandon(call, refused ? null : { holdId, unknown_until: expires });
         throw refused
           ? new Stop('denied', 403, error.code === 'insufficient_funds' ? 'insufficient_funds' : 'hold_refused', (error as Error).message)
           : new Stop('failed', 503, 'clearing_unavailable', `${(error as Error).message}; nothing was reserved or billed, try again shortly`);
@@ -375,7 +377,7 @@ export class Gateway {
       return await this.runAndSettle(call, sub, holdId);
     } catch (error) {
       this.deps.logger.error({ err: error, receipt: call.id }, 'gateway error during a call');
-      await this.abandon(call, holdId);
+      await this.abandon(call, holdId === null ? null : { holdId });
       call.receipt.status = 'failed';
       call.receipt.error = { code: 'gateway_error', message: 'the gateway failed while running this call; nothing was billed and the hold was released' };
       call.receipt.duration_ms = Date.now() - call.started_ms;
@@ -384,11 +386,17 @@ export class Gateway {
     }
   }
 
-  /** Releases a call's reservation and, through the outbox, its hold: nothing was billed. */
-  private async abandon(call: Call, holdId: string | null): Promise<void> {
+  /**
+   * Releases a call's reservation and, through the outbox, its hold: nothing was billed.
+   * `unknown_until`: whether open-hold took effect is unknown, and the hold would expire then.
+   */
+  private async abandon(call: Call, hold: { holdId: string; unknown_until?: Date } | null): Promise<void> {
     await this.deps.db.transaction(async (trx) => {
       await closeReservation(trx, call.id, null);
-      if (holdId) await this.deps.outbox.write(trx, [{ operation: 'release-hold', receipt: call.id, body: { holdId, reason: 'call ended without a charge' } }]);
+      if (hold) {
+        const body = { holdId: hold.holdId, reason: 'call ended without a charge', ...(hold.unknown_until ? { unknown_until: hold.unknown_until.toISOString() } : {}) };
+        await this.deps.outbox.write(trx, [{ operation: 'release-hold', receipt: call.id, body }]);
+      }
     });
     void this.deps.outbox.drain();
   }
