@@ -47,12 +47,19 @@ export async function nextReceiptId(db: Knex): Promise<string> {
   return `r${result.rows[0].n}`;
 }
 
-/** Writes (or overwrites) a receipt; `hold_id` is the hold to release if the gateway restarts before it is finalized. */
+/**
+ * Writes (or overwrites) a receipt; `hold_id` is the hold to release if the gateway restarts
+ * before it is finalized. A final receipt under an approval also deletes the approval's held
+ * input: the run's outcome is recorded, so nothing needs it any more (gateway §4, issue 8 §1.5).
+ */
 export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, hold_id: string | null = null): Promise<void> {
   await db('gateway_receipts')
     .insert({ id: receipt.id, parent: receipt.parent, root_mandate, status: receipt.status, document: JSON.stringify(receipt), hold_id, created_at: receipt.created_at })
     .onConflict('id')
     .merge(['status', 'document', 'hold_id']);
+  if (receipt.approval !== null && receipt.status !== 'running' && receipt.status !== 'pending_approval') {
+    await db('gateway_approvals').where({ id: receipt.approval }).whereNot({ status: 'pending' }).update({ input: null });
+  }
 }
 
 const documentOf = (row: Record<string, any>): Receipt => (typeof row.document === 'string' ? JSON.parse(row.document) : row.document);
