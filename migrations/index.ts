@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import * as clearingLedger from './001_clearing_ledger.ts';
 import * as gateway from './002_gateway.ts';
 import * as gatewayIdentity from './003_gateway_identity.ts';
+import * as gatewayHardening from './004_gateway_hardening.ts';
 import * as clearingWritePath from './005_clearing_write_path.ts';
 import * as hosted from './006_hosted.ts';
 
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '001_clearing_ledger': clearingLedger,
   '002_gateway': gateway,
   '003_gateway_identity': gatewayIdentity,
+  '004_gateway_hardening': gatewayHardening,
   '005_clearing_write_path': clearingWritePath,
   '006_hosted': hosted,
 };

@@ -270,8 +270,8 @@ describe('§2 caller cap: max_cost', () => {
     const receipt = response.body.receipt;
     assert.equal(receipt.worst_case, '0.25');
     assert.deepEqual(response.body.output.max_cost, { amount: '0.25', currency: 'EUR' });
-    const sub = await gw.http.get(`/v0/mandates/${receipt.sub_mandate}`).expect(200);
-    assert.deepEqual(sub.body.budget, { currency: 'EUR', total: '0.15', spent: '0.10', reserved: '0.00', remaining: '0.05' });
+    const sub = await gw.derivedMandate(receipt.sub_mandate);
+    assert.deepEqual(sub.budget, { currency: 'EUR', total: '0.15', spent: '0.10', reserved: '0.00', remaining: '0.05' });
     assert.deepEqual(
       response.body.output.children.map((child: { ok: boolean; code?: string }) => child.code ?? 'ok'),
       ['ok', 'over_budget'],

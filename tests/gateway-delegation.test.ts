@@ -32,8 +32,8 @@ test('the sub-mandate: issuer → grantee, allow = declared calls, budget = cap,
   assert.equal(response.status, 200);
   const receipt = response.body.receipt;
   assert.equal(receipt.sub_mandate, `${mandate.id}.${receipt.id}`);
-  const sub = await gw.http.get(`/v0/mandates/${receipt.sub_mandate}`).expect(200);
-  assert.deepEqual(sub.body.mandate, {
+  const sub = await gw.derivedMandate(receipt.sub_mandate);
+  assert.deepEqual(sub.mandate, {
     id: `${mandate.id}.${receipt.id}`,
     issuer: `${mandate.payer}/tester`,
     grantee: 'gto/pass@1.0.0',
@@ -46,7 +46,7 @@ test('the sub-mandate: issuer → grantee, allow = declared calls, budget = cap,
     budget: { total: '0.30', currency: 'EUR', fx: { USD: '0.9' } },
     delegation: { max_depth: 2 },
   });
-  assert.deepEqual(sub.body.budget, { currency: 'EUR', total: '0.30', spent: '0.00', reserved: '0.00', remaining: '0.30' });
+  assert.deepEqual(sub.budget, { currency: 'EUR', total: '0.30', spent: '0.00', reserved: '0.00', remaining: '0.30' });
   assert.equal(receipt.calls[0].mandate, receipt.sub_mandate);
   assert.equal(receipt.calls[0].caller, 'gto/pass@1.0.0');
 });
@@ -142,8 +142,8 @@ test("included: the orchestrator's own account pays its downstream calls; its re
   assert.deepEqual(receipt.cost, { own: '0.30', downstream: '0.00', total: '0.30' });
   assert.equal(receipt.calls[0].payer, 'gtinc');
   assert.deepEqual(receipt.calls[0].cost, { own: '0.10', downstream: '0.00', total: '0.10' });
-  const sub = await gw.http.get(`/v0/mandates/${receipt.sub_mandate}`).expect(200);
-  assert.deepEqual(sub.body.budget, { currency: 'EUR', total: '0.30', spent: '0.10', reserved: '0.00', remaining: '0.20' });
+  const sub = await gw.derivedMandate(receipt.sub_mandate);
+  assert.deepEqual(sub.budget, { currency: 'EUR', total: '0.30', spent: '0.10', reserved: '0.00', remaining: '0.20' });
   const after = await gw.balances([mandate.payer, 'gtinc', 'gt', 'platform:fees']);
   // gtinc earns 0.27 and pays 0.10; the platform takes 0.03 + 0.01.
   assert.deepEqual(deltas(before, after), { [mandate.payer]: -300_000, gtinc: 170_000, gt: 90_000, 'platform:fees': 40_000 });

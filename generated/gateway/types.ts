@@ -173,7 +173,7 @@ export interface paths {
         };
         /**
          * A mandate and its budget (gateway §5)
-         * @description The mandate with its spent, reserved and remaining budget in its currency.
+         * @description The mandate with its spent, reserved and remaining budget in its currency. A derived sub-mandate (gateway §3) is usable only by the run it was derived for: here it answers 404 `no_such_mandate`, like a mandate that does not exist.
          */
         get: operations["read-mandate"];
         put?: never;
@@ -1266,7 +1266,7 @@ export interface operations {
     "list-receipts": {
         parameters: {
             query?: {
-                /** @description Only receipts under this root mandate. */
+                /** @description Only receipts under this root mandate. A mandate that does not exist, or a derived sub-mandate (usable only by its own run), answers 404 `no_such_mandate`. */
                 mandate?: components["schemas"]["Id"];
                 /** @description How many root receipts. */
                 limit?: number;

@@ -135,9 +135,10 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       return reply;
     },
 
-    'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => ({
-      receipts: await listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? 50 }),
-    }),
+    'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => {
+      if (query.mandate && !(await loadMandate(db, query.mandate))) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
+      return { receipts: await listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? 50 }) };
+    },
 
     'read-receipt': async ({ params }: OperationRequest<'read-receipt'>) => {
       const receipt = await readReceipt(db, params.id);

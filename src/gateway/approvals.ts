@@ -101,9 +101,15 @@ export async function lockApproval(trx: Knex.Transaction, id: string): Promise<A
   return row ? rowOf(row) : null;
 }
 
-/** Records the decision and deletes the held input (gateway §4: the input is deleted once used or rejected). */
+/**
+ * Records the decision. A rejection deletes the held input at once; an approval keeps it until
+ * the run's outcome is recorded (`saveReceipt` deletes it then), so a crash in between leaves
+ * a call that restart recovery can close (gateway §4, issue 8 §1.5).
+ */
 export async function decide(trx: Knex.Transaction, id: string, status: 'approved' | 'rejected'): Promise<void> {
-  await trx('gateway_approvals').where({ id }).update({ status, input: null, decided_at: trx.raw('clock_timestamp()') });
+  await trx('gateway_approvals')
+    .where({ id })
+    .update({ status, ...(status === 'rejected' ? { input: null } : {}), decided_at: trx.raw('clock_timestamp()') });
 }
 
 /** An approval as the `/v0` API shows it (no input: only its hash). */

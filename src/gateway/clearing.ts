@@ -4,6 +4,7 @@
  * refused (a 4xx with a §7.2 code) or could not be reached (network failure or 5xx).
  * Amounts are integer micro-units of the binding's unit.
  */
+import { Agent, fetch as undiciFetch } from 'undici';
 import { createClient } from '../../generated/clearing/client/client/index.ts';
 import * as sdk from '../../generated/clearing/client/sdk.gen.ts';
 import type { Client } from '../../generated/clearing/client/client/index.ts';
@@ -45,13 +46,73 @@ async function settled<T>(what: string, call: Promise<Result<T>>): Promise<T> {
   throw new ClearingUnreachable(`the clearing binding failed on ${what}: ${body.error ?? `HTTP ${status}`}`);
 }
 
+/**
+ * How long the gateway waits for the binding, in seconds (issue 8 §1.4): `connect_s` to open a
+ * connection, `request_s` for a whole request, answer included. A request past either fails as
+ * unreachable, so the call fails closed and nothing waits on a hung binding.
+ */
+export interface ClearingTimeouts {
+  connect_s: number;
+  request_s: number;
+}
+
+/** The defaults: 5 s to connect, 15 s per request (the slowest reference operation takes milliseconds). */
+export const DEFAULT_CLEARING_TIMEOUTS: ClearingTimeouts = { connect_s: 5, request_s: 15 };
+
+/** The largest timeout accepted, in seconds: a call's hold must not wait longer on its binding. */
+export const MAX_CLEARING_TIMEOUT_S = 300;
+
+/**
+ * The timeouts from `HOLON_CLEARING_CONNECT_TIMEOUT_S` and `HOLON_CLEARING_TIMEOUT_S` (seconds,
+ * decimals allowed), each defaulting to {@link DEFAULT_CLEARING_TIMEOUTS}. Throws an Error naming
+ * the variable and the bound for a value that is not a number in (0, 300].
+ */
+export function clearingTimeoutsFromEnv(env: NodeJS.ProcessEnv = process.env): ClearingTimeouts {
+  const read = (name: string, fallback: number): number => {
+    const text = env[name];
+    if (text === undefined || text === '') return fallback;
+    const value = Number(text);
+    if (!Number.isFinite(value) || value <= 0 || value > MAX_CLEARING_TIMEOUT_S) {
+      throw new Error(`${name} must be a number of seconds above 0 and at most ${MAX_CLEARING_TIMEOUT_S}, not ${JSON.stringify(text)}`);
+    }
+    return value;
+  };
+  return {
+    connect_s: read('HOLON_CLEARING_CONNECT_TIMEOUT_S', DEFAULT_CLEARING_TIMEOUTS.connect_s),
+    request_s: read('HOLON_CLEARING_TIMEOUT_S', DEFAULT_CLEARING_TIMEOUTS.request_s),
+  };
+}
+
+/** A fetch bounded by `timeouts`: the connection by undici's connect timeout, the whole request by an abort signal. */
+function boundedFetch(timeouts: ClearingTimeouts): typeof fetch {
+  const dispatcher = new Agent({ connect: { timeout: timeouts.connect_s * 1000 } });
+  return (async (request: Request) => {
+    const body = request.body === null ? undefined : await request.arrayBuffer();
+    try {
+      const answer = await undiciFetch(request.url, { method: request.method, headers: [...request.headers], body, dispatcher, signal: AbortSignal.timeout(timeouts.request_s * 1000) });
+      // The whole answer is read inside the bound, so a binding that stalls mid-body fails too.
+      const text = await answer.arrayBuffer();
+      const empty = answer.status === 204 || answer.status === 304;
+      return new Response(empty ? null : text, { status: answer.status, headers: [...answer.headers] });
+    } catch (error) {
+      const { name, cause } = error as { name?: string; cause?: { code?: string } };
+      if (name === 'TimeoutError') throw new Error(`no answer within ${timeouts.request_s} s (the clearing request timeout, HOLON_CLEARING_TIMEOUT_S)`);
+      if (cause?.code === 'UND_ERR_CONNECT_TIMEOUT') throw new Error(`no connection within ${timeouts.connect_s} s (the clearing connect timeout, HOLON_CLEARING_CONNECT_TIMEOUT_S)`);
+      throw error;
+    }
+  }) as typeof fetch;
+}
+
 /** The operations of the seam the gateway uses (clearing-contract §6), on one binding. */
 export class ClearingPort {
   readonly client: Client;
 
-  /** `url`: the binding's base URL, e.g. `http://127.0.0.1:4100`. */
-  constructor(readonly url: string) {
-    this.client = createClient({ baseUrl: url });
+  /** `url`: the binding's base URL, e.g. `http://127.0.0.1:4100`; every request is bounded by `timeouts`. */
+  constructor(
+    readonly url: string,
+    timeouts: ClearingTimeouts = DEFAULT_CLEARING_TIMEOUTS,
+  ) {
+    this.client = createClient({ baseUrl: url, fetch: boundedFetch(timeouts) });
   }
 
   /** read-balance (§6.2). */

@@ -13,17 +13,45 @@ import { readReceipt, saveReceipt } from './receipts.ts';
 /** What a decision produced: the run's result, or the rejected approval. */
 export type DecisionResult = { run: CallResult } | { rejected: ApprovalRow };
 
-/** Marks a held call's receipt `rejected` with `code` (nothing ran, nothing was billed). */
-async function rejectReceipt(db: Knex, id: string, code: string, message: string): Promise<void> {
+/** Closes a held call's receipt with `status` and `code` (nothing ran, nothing was billed). */
+async function closeHeldReceipt(db: Knex | Knex.Transaction, id: string, status: 'rejected' | 'failed', code: string, message: string): Promise<void> {
   const receipt = await readReceipt(db, id);
-  if (receipt) await saveReceipt(db, { ...receipt, status: 'rejected', error: { code, message } }, receipt.mandate.split('.')[0]);
+  if (receipt) await saveReceipt(db, { ...receipt, status, error: { code, message } }, receipt.mandate.split('.')[0]);
 }
 
-/** Closes pending approvals past their 7 days: their input is forgotten and their receipts end `rejected`. */
+const EXPIRED = 'the approval was not decided within 7 days; nothing ran and nothing was billed';
+
+/** Closes pending approvals past their 7 days: their input is forgotten and their receipts end `rejected`, in one transaction. */
 export async function closeExpiredApprovals(db: Knex): Promise<void> {
-  for (const receipt of await expireApprovals(db)) {
-    await rejectReceipt(db, receipt, 'approval_expired', 'the approval was not decided within 7 days; nothing ran and nothing was billed');
+  await db.transaction(async (trx) => {
+    for (const receipt of await expireApprovals(trx)) await closeHeldReceipt(trx, receipt, 'rejected', 'approval_expired', EXPIRED);
+  });
+}
+
+/**
+ * At start-up (gateway §7 "Restarts"): every receipt still `pending_approval` under an approval
+ * that is no longer pending is closed. An approved call that never started ends like any
+ * interrupted call (`failed`, `gateway_restarted`, never billed), and its held input is deleted;
+ * a rejected or expired one ends `rejected`. Returns how many were closed.
+ */
+export async function closeStrandedApprovals(db: Knex): Promise<number> {
+  const stranded = await db('gateway_receipts as r')
+    .join('gateway_approvals as a', 'a.receipt', 'r.id')
+    .where('r.status', 'pending_approval')
+    .whereNot('a.status', 'pending')
+    .select('r.id', 'a.id as approval', 'a.status');
+  for (const row of stranded) {
+    await db.transaction(async (trx) => {
+      if (row.status === 'approved') {
+        await closeHeldReceipt(trx, row.id, 'failed', 'gateway_restarted', `the gateway restarted before approval ${row.approval}'s call started; nothing was billed`);
+      } else if (row.status === 'expired') {
+        await closeHeldReceipt(trx, row.id, 'rejected', 'approval_expired', EXPIRED);
+      } else {
+        await closeHeldReceipt(trx, row.id, 'rejected', 'approval_rejected', `approval ${row.approval} was rejected; nothing ran and nothing was billed`);
+      }
+    });
   }
+  return stranded.length;
 }
 
 /**
@@ -37,12 +65,10 @@ export async function decideApproval(db: Knex, gateway: Gateway, id: string, dec
     if (!approval) throw new HttpError(404, 'no_such_approval', `there is no approval ${id}`);
     if (approval.status !== 'pending') throw new HttpError(409, 'approval_decided', `approval ${id} is already ${approval.status}`);
     await decide(trx, approval.id, decision === 'approve' ? 'approved' : 'rejected');
+    if (decision === 'reject') await closeHeldReceipt(trx, approval.receipt, 'rejected', 'approval_rejected', `approval ${approval.id} was rejected; nothing ran and nothing was billed`);
     return approval;
   });
-  if (decision === 'reject') {
-    await rejectReceipt(db, held.receipt, 'approval_rejected', `approval ${held.id} was rejected; nothing ran and nothing was billed`);
-    return { rejected: { ...held, status: 'rejected', input: null } };
-  }
+  if (decision === 'reject') return { rejected: { ...held, status: 'rejected', input: null } };
   const run = await gateway.call(
     { mandate: held.mandate, agent: held.agent, input: held.input, ...(held.max_cost_micros === null ? {} : { max_cost: formatMoney(held.max_cost_micros) }) },
     { receipt: held.receipt, approved: { ...held, status: 'approved' } },

@@ -122,11 +122,13 @@ export class Gateway {
   /**
    * Runs one call through every step of gateway §1 and answers with its receipt. Throws
    * HttpError 404 `no_such_mandate` when the mandate does not exist (there is nothing to write a
-   * receipt under); every other outcome is a `CallResult`.
+   * receipt under), and for a derived sub-mandate named by anyone but the open run it was
+   * derived for (gateway §3, issue 8 §1.1); every other outcome is a `CallResult`.
    */
   async call(request: CallRequest, options: CallOptions = {}): Promise<CallResult> {
     const { db } = this.deps;
-    const mandate = await loadMandate(db, request.mandate);
+    const derived = options.parent?.sub;
+    const mandate = derived?.id === request.mandate ? derived : await loadMandate(db, request.mandate);
     if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
     const id = options.receipt ?? (await nextReceiptId(db));
     const call: Call = {
@@ -362,7 +364,9 @@ export class Gateway {
         await clearing.openHold(holdId, call.receipt.payer, worst.worst_case_micros, expires, call.id);
       } catch (error) {
         const refused = error instanceof ClearingRefused;
-        await this.abandon(call, null);
+        // Unreachable means the outcome is unknown (the answer may be what was lost): the hold may
+        // exist, so its release is queued like any other (issue 8 §1.3); release is idempotent.
+        await this.abandon(call, refused ? null : { holdId, unknown_until: expires });
         throw refused
           ? new Stop('denied', 403, error.code === 'insufficient_funds' ? 'insufficient_funds' : 'hold_refused', (error as Error).message)
           : new Stop('failed', 503, 'clearing_unavailable', `${(error as Error).message}; nothing was reserved or billed, try again shortly`);
@@ -373,7 +377,7 @@ export class Gateway {
       return await this.runAndSettle(call, sub, holdId);
     } catch (error) {
       this.deps.logger.error({ err: error, receipt: call.id }, 'gateway error during a call');
-      await this.abandon(call, holdId);
+      await this.abandon(call, holdId === null ? null : { holdId });
       call.receipt.status = 'failed';
       call.receipt.error = { code: 'gateway_error', message: 'the gateway failed while running this call; nothing was billed and the hold was released' };
       call.receipt.duration_ms = Date.now() - call.started_ms;
@@ -382,11 +386,17 @@ export class Gateway {
     }
   }
 
-  /** Releases a call's reservation and, through the outbox, its hold: nothing was billed. */
-  private async abandon(call: Call, holdId: string | null): Promise<void> {
+  /**
+   * Releases a call's reservation and, through the outbox, its hold: nothing was billed.
+   * `unknown_until`: whether open-hold took effect is unknown, and the hold would expire then.
+   */
+  private async abandon(call: Call, hold: { holdId: string; unknown_until?: Date } | null): Promise<void> {
     await this.deps.db.transaction(async (trx) => {
       await closeReservation(trx, call.id, null);
-      if (holdId) await this.deps.outbox.write(trx, [{ operation: 'release-hold', receipt: call.id, body: { holdId, reason: 'call ended without a charge' } }]);
+      if (hold) {
+        const body = { holdId: hold.holdId, reason: 'call ended without a charge', ...(hold.unknown_until ? { unknown_until: hold.unknown_until.toISOString() } : {}) };
+        await this.deps.outbox.write(trx, [{ operation: 'release-hold', receipt: call.id, body }]);
+      }
     });
     void this.deps.outbox.drain();
   }
@@ -397,8 +407,12 @@ export class Gateway {
     const manifest = agent.loaded.manifest;
     const worst = call.worst!;
     const children: Array<Promise<CallResult>> = [];
+    // The sub-mandate is usable only while this run is open (issue 8 §1.1): a call made after the
+    // run ended would escape the settlement below, which counts it against the root mandate.
+    let open = true;
     const delegate: Delegate = async (target, input, options) => {
       if (!sub) throw new Error(`${call.receipt.agent} declares no calls: it cannot delegate`);
+      if (!open) throw new Error(`the run of ${call.receipt.agent} has ended: its sub-mandate ${sub.id} takes no more calls`);
       const request: CallRequest = { mandate: sub.id, input, ...(typeof target === 'string' ? { agent: target } : target), ...(options?.max_cost ? { max_cost: options.max_cost } : {}) };
       const mode = manifest.downstream?.mode === 'included' ? 'included' : 'passthrough';
       // Registered before the first await, so a run that times out meanwhile still waits for this call (§3).
@@ -424,6 +438,7 @@ export class Gateway {
       signal,
       delegate,
     });
+    open = false;
     // §3: a run is not settled until all its downstream calls have, including those still in flight after a timeout.
     const settledChildren = await Promise.all(children);
     // What this call's payer paid for them: passthrough children only (an `included` orchestrator pays its own).

@@ -27,9 +27,14 @@ export interface BudgetFigures {
   remaining_micros: Micros;
 }
 
-/** Reads a mandate, or null. Throws ContractError when a stored document is no longer valid. */
+/**
+ * Reads a root mandate, or null: the only kind a door (`/v0`, `/mcp`) may name. A derived
+ * sub-mandate (gateway §3) is null here, like a mandate that does not exist: it is usable only
+ * by the run it was derived for, which holds it (issue 8 §1.1). Throws ContractError when a
+ * stored document is no longer valid.
+ */
 export async function loadMandate(db: Knex | Knex.Transaction, id: string): Promise<StoredMandate | null> {
-  const row = await db('gateway_mandates').where({ id }).first();
+  const row = await db('gateway_mandates').where({ id }).whereNull('parent').first();
   if (!row) return null;
   const document = typeof row.document === 'string' ? JSON.parse(row.document) : row.document;
   return { id, document, mandate: validateMandate(document), parent: row.parent, payer: row.payer };

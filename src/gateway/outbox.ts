@@ -18,11 +18,16 @@ export interface SettleIntent {
   body: { txnId: string; caller: string; owner: string; rate: number; retail: number; ref: string; memo?: string };
 }
 
-/** A release-hold intent (§6.14); keyed `release:<receipt>`. */
+/**
+ * A release-hold intent (§6.14); keyed `release:<holdId>`. `unknown_until` (ISO time) marks a hold
+ * whose open-hold outcome is unknown (its answer was lost): until then, the binding answering
+ * that no such hold exists may only mean it has not processed the open-hold yet, so the release
+ * is retried; after it, the hold would have expired anyway.
+ */
 export interface ReleaseIntent {
   operation: 'release-hold';
   receipt: string;
-  body: { holdId: string; reason: string };
+  body: { holdId: string; reason: string; unknown_until?: string };
 }
 
 /** Something to post to the binding. */
@@ -101,25 +106,48 @@ export class Outbox {
     await this.draining;
   }
 
+  /**
+   * Posts up to 100 due intents in the order they were written (`seq`, never a timestamp). A
+   * hold's release waits for every settlement of its call: it is skipped while one is still
+   * pending (waiting for a retry, or failing in this pass), so the binding never frees money
+   * that is about to be charged (issue 8 §1.2). A settlement abandoned for good lets it go.
+   */
   private async pass(): Promise<void> {
-    const due = await this.db('gateway_settlement_intents')
-      .where({ status: 'pending' })
-      .andWhere('next_attempt_at', '<=', this.db.raw('clock_timestamp()'))
-      .orderBy([{ column: 'created_at' }, { column: 'txn_id' }])
-      .limit(100);
-    for (const row of due) await this.post(row);
+    const due = await this.db('gateway_settlement_intents as i')
+      .where('i.status', 'pending')
+      .andWhere('i.next_attempt_at', '<=', this.db.raw('clock_timestamp()'))
+      .whereRaw(
+        `NOT (i.operation = 'release-hold' AND EXISTS (SELECT 1 FROM gateway_settlement_intents s
+           WHERE s.receipt = i.receipt AND s.operation = 'settle' AND s.status = 'pending' AND s.next_attempt_at > clock_timestamp()))`,
+      )
+      .orderBy('i.seq')
+      .limit(100)
+      .select('i.*');
+    const unsettled = new Set<string>();
+    for (const row of due) {
+      if (row.operation === 'release-hold' && unsettled.has(row.receipt)) continue;
+      if (!(await this.post(row)) && row.operation === 'settle') unsettled.add(row.receipt);
+    }
   }
 
-  private async post(row: Record<string, any>): Promise<void> {
+  /** Posts one intent; true when it is done with (posted, or abandoned at a refusal), false when it stays pending. */
+  private async post(row: Record<string, any>): Promise<boolean> {
     const body = typeof row.body === 'string' ? JSON.parse(row.body) : row.body;
     const attempts = int(row.attempts) + 1;
     try {
       if (row.operation === 'settle') await this.clearing.settle(body);
       else await this.clearing.releaseHold(body.holdId, body.reason);
       await this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ status: 'posted', attempts, posted_at: this.db.raw('clock_timestamp()'), last_error: null, next_attempt_at: null });
+      return true;
     } catch (error) {
       const message = (error as Error).message;
-      const refused = error instanceof ClearingRefused;
+      const noSuchHold = row.operation === 'release-hold' && error instanceof ClearingRefused && error.status === 404;
+      if (noSuchHold && !this.mayStillOpen(body)) {
+        // The hold never came to exist: there is nothing to release, and nothing is left open.
+        await this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ status: 'posted', attempts, posted_at: this.db.raw('clock_timestamp()'), last_error: `nothing to release: ${message}`, next_attempt_at: null });
+        return true;
+      }
+      const refused = error instanceof ClearingRefused && !noSuchHold;
       const give_up = refused || attempts >= this.retry.max_attempts;
       const delay_ms = Math.min(this.retry.base_ms * 2 ** (attempts - 1), this.retry.max_ms);
       this.logger.warn({ txn_id: row.txn_id, attempts, give_up }, message);
@@ -131,12 +159,18 @@ export class Outbox {
           last_error: give_up && !refused ? `abandoned after ${attempts} attempts: ${message}` : message,
           next_attempt_at: give_up ? null : new Date(Date.now() + delay_ms),
         });
+      return give_up;
     }
+  }
+
+  /** Whether a hold the binding does not know yet may still be opened by an open-hold whose answer was lost. */
+  private mayStillOpen(body: ReleaseIntent['body']): boolean {
+    return body.unknown_until !== undefined && Date.now() < Date.parse(body.unknown_until);
   }
 
   /** The intents, newest first, optionally of one status (the operator surface of §13). */
   async list(status?: 'pending' | 'posted' | 'abandoned') {
-    const query = this.db('gateway_settlement_intents').orderBy('created_at', 'desc').limit(500);
+    const query = this.db('gateway_settlement_intents').orderBy('seq', 'desc').limit(500);
     if (status) query.where({ status });
     return (await query).map((row) => ({
       txn_id: row.txn_id,

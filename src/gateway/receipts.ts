@@ -49,14 +49,19 @@ export async function nextReceiptId(db: Knex): Promise<string> {
 
 /**
  * Writes (or overwrites) a receipt; `hold_id` is the hold to release if the gateway restarts
- * before it is finalized. A finished run (succeeded or failed) also lands once in `call_events`
- * (gateway §7 "The journal"), append-only, written with its receipt (in the caller's transaction when it passes one).
+ * before it is finalized. A final receipt under an approval also deletes the approval's held
+ * input: the run's outcome is recorded, so nothing needs it any more (gateway §4, issue 8 §1.5).
+ * A finished run (succeeded or failed) also lands once in `call_events` (gateway §7 "The
+ * journal"), append-only, written with its receipt (in the caller's transaction when it passes one).
  */
 export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, hold_id: string | null = null): Promise<void> {
   await db('gateway_receipts')
     .insert({ id: receipt.id, parent: receipt.parent, root_mandate, status: receipt.status, document: JSON.stringify(receipt), hold_id, created_at: receipt.created_at })
     .onConflict('id')
     .merge(['status', 'document', 'hold_id']);
+  if (receipt.approval !== null && receipt.status !== 'running' && receipt.status !== 'pending_approval') {
+    await db('gateway_approvals').where({ id: receipt.approval }).whereNot({ status: 'pending' }).update({ input: null });
+  }
   if (receipt.status !== 'succeeded' && receipt.status !== 'failed') return;
   await db('call_events')
     .insert({

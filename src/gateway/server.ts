@@ -19,8 +19,9 @@ import { isLoopback } from '../http/access.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import { runtimeFor } from '../runtimes/index.ts';
-import { ClearingPort, ClearingRefused } from './clearing.ts';
+import { ClearingPort, ClearingRefused, clearingTimeoutsFromEnv, type ClearingTimeouts } from './clearing.ts';
 import { createGatewayApp, type GatewayAppExtension } from './app.ts';
+import { closeStrandedApprovals } from './decisions.ts';
 import { Gateway } from './lifecycle.ts';
 import { closeReservation, storeMandate } from './mandates.ts';
 import { Outbox } from './outbox.ts';
@@ -83,6 +84,8 @@ export interface GatewayServerOptions {
   database_url?: string;
   /** A clearing binding's URL; absent: the reference binding runs in this process. */
   clearing_url?: string;
+  /** Bounds on every clearing request (default: `HOLON_CLEARING_CONNECT_TIMEOUT_S`, `HOLON_CLEARING_TIMEOUT_S`, else 5 s and 15 s). */
+  clearing_timeouts?: ClearingTimeouts;
   /** Directories of shipped agents (default `examples` and `agents`). */
   agent_dirs?: readonly string[];
   /** Agent ids left out (default: `HOLON_EXCLUDE`, else `holon-labs/summarize`). */
@@ -233,7 +236,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger });
     closers.push(binding.close);
   }
-  const clearing = new ClearingPort(options.clearing_url ?? binding!.url);
+  const clearing = new ClearingPort(options.clearing_url ?? binding!.url, options.clearing_timeouts ?? clearingTimeoutsFromEnv());
   const database = await openDatabase(targetOf(path.join(options.db, 'gateway')));
   closers.push(database.close);
   const db = database.knex;
@@ -250,6 +253,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: (kind) => runtimeFor(kind), logger, gateway_id });
   await gateway.loadStats();
   await closeInterrupted(database, outbox);
+  await closeStrandedApprovals(db);
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);

@@ -12,6 +12,7 @@
  *
  * Money is integer micro-units; `micros('0.10')` and `money(100_000)` convert at the edges.
  */
+import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { constants } from 'node:fs';
@@ -27,8 +28,8 @@ import type TestAgent from 'supertest/lib/agent.js';
 import { startClearingServer, type RunningClearing } from '../../src/clearing/server.ts';
 import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
 import { openDatabase } from '../../src/db/index.ts';
-import { ClearingPort } from '../../src/gateway/clearing.ts';
-import { storeMandate } from '../../src/gateway/mandates.ts';
+import { ClearingPort, type ClearingTimeouts } from '../../src/gateway/clearing.ts';
+import { budgetOf, budgetView, storeMandate } from '../../src/gateway/mandates.ts';
 import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
 import { DEV_ACCOUNT, startGateway, type RunningGateway } from '../../src/gateway/server.ts';
 
@@ -92,6 +93,8 @@ export interface TestGateway {
   allAccounts(): Promise<string[]>;
   /** A receipt (a tree) by id, through `GET /v0/receipts/{id}`. */
   receipt(id: string): Promise<ReceiptTree>;
+  /** A derived sub-mandate as `GET /v0/mandates/{id}` would show it, read from the database (no door serves it: gateway §3). */
+  derivedMandate(id: string): Promise<{ mandate: Record<string, unknown>; budget: ReturnType<typeof budgetView> }>;
   /** Stops the gateway; removes the data directory unless `keep`. */
   close(options?: { keep?: boolean }): Promise<void>;
 }
@@ -102,6 +105,8 @@ export interface TestGatewayOptions {
   store?: { db: string; database_url?: string };
   /** Settle with this binding instead of the one `startGateway` runs in-process. */
   clearing_url?: string;
+  /** Bounds on clearing requests (default: `startGateway`'s). */
+  clearing_timeouts?: ClearingTimeouts;
 }
 
 /** Where test data lives: memory-backed `/dev/shm` when there is one (copies and fsyncs cost nothing), else the temp directory. */
@@ -186,6 +191,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       mandate_dir,
       exclude: [],
       ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
+      ...(options.clearing_timeouts ? { clearing_timeouts: options.clearing_timeouts } : {}),
       logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
     });
   } catch (error) {
@@ -258,6 +264,13 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       const response = await http.get(`/v0/receipts/${id}`).expect(200);
       return response.body as ReceiptTree;
     },
+    async derivedMandate(id) {
+      const knex = running.db.knex;
+      const row = await knex('gateway_mandates').where({ id }).whereNotNull('parent').first();
+      assert.ok(row, `no derived mandate ${id}`);
+      const mandate = typeof row.document === 'string' ? JSON.parse(row.document) : row.document;
+      return { mandate, budget: budgetView(row.currency, await budgetOf(knex, id, micros(mandate.budget.total))) };
+    },
     async close({ keep = false } = {}) {
       await running.close();
       if (!keep) await rm(dir, { recursive: true, force: true });
@@ -281,13 +294,21 @@ export function deltas(before: Record<string, Micros>, after: Record<string, Mic
 }
 
 /**
+ * How the proxy loses the binding's answer to a request it did forward (the binding acted on it):
+ * `reset` cuts the connection, `502` answers as a failing proxy would, `hang` never answers.
+ */
+export type LostAnswer = 'reset' | '502' | 'hang';
+
+/**
  * The reference binding behind a switch: a proxy the gateway settles through, which can be taken
- * down (every connection is reset, as for a binding that cannot be reached) and brought back.
+ * down (every connection is reset, as for a binding that cannot be reached) and brought back, and
+ * can lose the answers to the requests of one path (`loseAnswers`; null: stop).
  */
 export interface SwitchableBinding {
   url: string;
   down(): void;
   up(): void;
+  loseAnswers(fault: { path: string; answer: LostAnswer } | null): void;
   close(): Promise<void>;
 }
 
@@ -308,6 +329,7 @@ export async function startSwitchableBinding(dir: string): Promise<SwitchableBin
   }
   const binding: RunningClearing = await startClearingServer({ target: { dir: clearing_dir }, port: 0, logger: pino({ level: 'silent' }) });
   let reachable = true;
+  let lost: { path: string; answer: LostAnswer } | null = null;
   const proxy: Server = createServer(async (req, res) => {
     if (!reachable) {
       req.socket.destroy();
@@ -325,6 +347,11 @@ export async function startSwitchableBinding(dir: string): Promise<SwitchableBin
       headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
       body: req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.concat(chunks),
     });
+    if (lost && req.url === lost.path) {
+      if (lost.answer === 'reset') req.socket.destroy();
+      if (lost.answer === '502') res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>502 Bad Gateway</h1>');
+      return;
+    }
     res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
     res.end(Buffer.from(await answer.arrayBuffer()));
   });
@@ -337,6 +364,9 @@ export async function startSwitchableBinding(dir: string): Promise<SwitchableBin
     },
     up: () => {
       reachable = true;
+    },
+    loseAnswers: (fault) => {
+      lost = fault;
     },
     async close() {
       proxy.closeAllConnections();

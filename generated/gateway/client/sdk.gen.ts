@@ -128,7 +128,7 @@ export const readReceipt = <ThrowOnError extends boolean = false>(options: Optio
 /**
  * A mandate and its budget (gateway §5)
  *
- * The mandate with its spent, reserved and remaining budget in its currency.
+ * The mandate with its spent, reserved and remaining budget in its currency. A derived sub-mandate (gateway §3) is usable only by the run it was derived for: here it answers 404 `no_such_mandate`, like a mandate that does not exist.
  */
 export const readMandate = <ThrowOnError extends boolean = false>(options: Options<ReadMandateData, ThrowOnError>) => (options.client ?? client).get<ReadMandateResponses, ReadMandateErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

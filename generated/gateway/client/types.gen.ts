@@ -1003,7 +1003,7 @@ export type ListReceiptsData = {
     path?: never;
     query?: {
         /**
-         * Only receipts under this root mandate.
+         * Only receipts under this root mandate. A mandate that does not exist, or a derived sub-mandate (usable only by its own run), answers 404 `no_such_mandate`.
          */
         mandate?: Id;
         /**
