@@ -8,7 +8,10 @@ WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 COPY conformance/package.json conformance/package.json
-RUN npm ci --omit=dev && npm cache clean --force
+COPY clients/package.json clients/package.json
+# The root's `prepare` builds the kit and the client packages, which the gateway does not need (and
+# their build tools are dev dependencies): skip scripts, then build re2's native binding alone.
+RUN npm ci --omit=dev --ignore-scripts && npm rebuild re2 && npm cache clean --force
 COPY tsconfig.json ./
 COPY src src
 COPY generated generated

@@ -73,7 +73,7 @@ describe('NUL characters', () => {
     const before_count = await count();
     const call = await hosted.http.post('/v0/calls').set(bearer(account.agent)).send({ mandate: account.mandate, agent: 'gt/run', input: { marker: 'a\u0000b' } });
     assert.deepEqual([call.status, call.body.code], [422, 'invalid_request']);
-    assert.match(call.body.error, /body\.input\.marker holds a NUL/);
+    assert.match(call.body.error, /body\.input\.marker contains a NUL character/);
     assert.equal(await count(), before_count);
     const mandate = await hosted.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'n\u0000', grantee: `${account.handle}/b`, budget: { total: '1.00' } });
     assert.equal(mandate.status, 422);

@@ -44,7 +44,7 @@ test('the Dockerfile copies paths that exist and runs the hosted gateway in prod
   assert.deepEqual(cmd, ['node', 'src/bin.mjs', 'serve', '--hosted']);
   const bin = readFileSync(new URL('../src/bin.mjs', import.meta.url), 'utf8');
   assert.match(bin, /cli\.ts/);
-  assert.match(readFileSync(new URL('../src/cli.ts', import.meta.url), 'utf8'), /opts\.hosted\s*\?\s*startHostedGateway/);
+  assert.match(readFileSync(new URL('../src/cli.ts', import.meta.url), 'utf8'), /if \(opts\.hosted\) \{\s*const \{ startHostedGateway \}/);
 });
 
 test('a request that fails because the database failed stops the gateway; a refused statement does not', async () => {

@@ -439,7 +439,7 @@ export const schemaDocument = {
             "type": "string",
             "minLength": 2,
             "maxLength": 39,
-            "pattern": "^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*$",
+            "pattern": "^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$",
             "description": "2 to 39 letters, digits and single inner hyphens, like a GitHub login; stored lowercased."
           },
           "email": {

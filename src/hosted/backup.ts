@@ -31,7 +31,13 @@ export interface Store {
 const SKIPPED = new Set(['knex_migrations', 'knex_migrations_lock']);
 
 /** Columns derived from other rows by triggers: restored as 0, rebuilt by the rows that derive them. */
-const DERIVED: Record<string, Record<string, unknown>> = { clearing_accounts: { balance: 0 } };
+const DERIVED: Record<string, Record<string, unknown>> = { clearing_accounts: { balance: 0 }, clearing_machinery_balances: { balance: 0 } };
+
+/**
+ * Loading order the foreign keys do not show: the posting trigger adds each posting to its
+ * machinery account's stripes, so the stripes (restored at zero) must exist before the postings.
+ */
+const TRIGGER_PARENTS: Record<string, string[]> = { clearing_postings: ['clearing_machinery_balances'] };
 
 /** The stores of a target: one Postgres, or the two PGlite directories. */
 export function storesOf(gateway: Knex, clearing: Knex | null): Store[] {
@@ -92,6 +98,9 @@ async function loadOrder(db: Knex | Knex.Transaction, tables: readonly string[])
   for (const { child, parent, column } of rows.rows as Array<{ child: string; parent: string; column: string }>) {
     if (child === parent) selfRefs.set(child, [...(selfRefs.get(child) ?? []), column]);
     else if (parents.has(child) && parents.has(parent)) parents.get(child)!.add(parent);
+  }
+  for (const [child, extra] of Object.entries(TRIGGER_PARENTS)) {
+    for (const parent of extra) if (parents.has(child) && parents.has(parent)) parents.get(child)!.add(parent);
   }
   const order: string[] = [];
   while (order.length < tables.length) {
@@ -171,6 +180,8 @@ async function isEmpty(trx: Knex.Transaction, tables: readonly string[]): Promis
     const query = trx(table);
     if (table === 'gateway_identity') continue;
     if (table === 'clearing_accounts') query.where('kind', 'holder');
+    // The migration seeds every machinery account's stripes at zero.
+    if (table === 'clearing_machinery_balances') query.whereNot('balance', 0);
     const [{ n }] = await query.count('* as n');
     if (int(n) > 0) return table;
   }
@@ -213,6 +224,7 @@ export async function restore(stores: readonly Store[], path: string): Promise<n
       const occupied = await isEmpty(trx, tables);
       if (occupied !== null) throw new Error(`refusing to restore into a database that is not empty (${occupied} has rows)`);
       if (tables.includes('gateway_identity')) await trx('gateway_identity').delete();
+      if (tables.includes('clearing_machinery_balances')) await trx('clearing_machinery_balances').delete();
       if (tables.includes('clearing_accounts')) await trx('clearing_accounts').delete();
       const { order, selfRefs } = await loadOrder(trx, tables);
       for (const table of order) {

@@ -76,19 +76,6 @@ export function hostedMandate(handle: string, body: Record<string, any>, fx: Rec
   return { ...body, id: `${handle}/${name}`, issuer: handle, budget: { ...budget, currency: 'EUR', fx } };
 }
 
-/** Throws 422 `invalid_request` when a string of the request holds a NUL character: Postgres JSONB cannot store it (gateway §7 "Limits"). */
-export function refuseNul(value: unknown, where = 'request'): void {
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) throw new HttpError(422, 'invalid_request', `invalid request: ${where} holds a NUL character (U+0000), which is refused`);
-    return;
-  }
-  if (value === null || typeof value !== 'object') return;
-  for (const [key, item] of Object.entries(value)) {
-    refuseNul(key, where);
-    refuseNul(item, `${where}.${key}`);
-  }
-}
-
 /** Builds the hosted handler table over the gateway's defaults; every handler first asks the principal. */
 export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, MountedHandler>): Record<string, MountedHandler> {
   const { db, clearing } = deps;
@@ -235,7 +222,6 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     if (!handler && !fallback) continue;
     table[operation] = async (request, ctx) => {
       const principal = requirePrincipal(ctx, kinds);
-      refuseNul(request);
       return handler ? handler(request, ctx, principal) : fallback!(request, ctx);
     };
   }
