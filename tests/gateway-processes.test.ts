@@ -187,11 +187,11 @@ test('a malformed HOLON_AGENTS_PORT is one line naming it, exit code 1', async (
   assert.equal(stderr, 'holon: could not start the gateway: HOLON_AGENTS_PORT "43a" is not a port: write an integer from 0 to 65535\n');
 });
 
-test('a malformed --agents-port is refused by the command line, exit code 1', async () => {
+test('a malformed --agents-port is refused by the command line as bad usage, exit code 2', async () => {
   const child = spawn(process.execPath, ['src/bin.mjs', 'serve', '--agents-port', '70000'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise((resolve) => child.once('exit', resolve));
-  assert.equal(code, 1);
-  assert.equal(stderr, "error: option '--agents-port <port>' argument '70000' is invalid. --agents-port \"70000\" is not a port: write an integer from 0 to 65535\n");
+  assert.equal(code, 2);
+  assert.equal(stderr, 'holon: --agents-port 70000: give a whole number from 0 to 65535\n');
 });
