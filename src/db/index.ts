@@ -66,6 +66,18 @@ export function targetFromEnv(dir: string): DatabaseTarget {
 }
 
 /**
+ * Releases a PGlite directory lock. A lock proper-lockfile has already declared compromised (it
+ * warned) counts as released, so closing never fails on it (`ERELEASED`).
+ */
+async function releaseLock(release: (() => Promise<void>) | null): Promise<void> {
+  try {
+    await release?.();
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERELEASED') throw error;
+  }
+}
+
+/**
  * Opens the database and brings its schema up to date.
  * A PGlite directory is locked for this process (nothing else locks it, and two processes on one
  * directory lose writes); a second opener fails with "already being used by another process".
@@ -100,7 +112,7 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
     await db.migrate.latest({ migrationSource });
   } catch (error) {
     await db.destroy();
-    await release?.();
+    await releaseLock(release);
     throw error;
   }
   return {
@@ -108,7 +120,7 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
     engine: 'url' in target ? 'postgres' : 'pglite',
     async close() {
       await db.destroy();
-      await release?.();
+      await releaseLock(release);
     },
   };
 }
