@@ -30,7 +30,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -131,18 +131,20 @@ function httpAdmission(http: JsonClient, fixture: Fixture): Operation {
 
 /**
  * The `holon` executable of commit `commit`: `git archive` of it in a temporary directory whose
- * `node_modules` is this checkout's (same dependencies). Extracted once per commit.
+ * dependencies are that commit's own (`npm ci` from its lock file: it may use packages this
+ * checkout no longer has). Extracted and installed once per commit.
  */
 async function oldExecutable(commit: string): Promise<string> {
   if (!/^[0-9a-zA-Z._/-]+$/.test(commit)) throw new Error(`BENCH_OLD_COMMIT=${commit} is not a commit or tag name`);
   const dir = path.join(os.tmpdir(), `holon-bench-old-${commit.replace(/\W/g, '_')}`);
   const bin = path.join(dir, 'src', 'bin.mjs');
-  if (!existsSync(bin)) {
+  const installed = path.join(dir, 'node_modules', '.package-lock.json');
+  if (!existsSync(bin) || !existsSync(installed)) {
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
     const archive = execFileSync('git', ['-C', REPO_ROOT, 'archive', '--format=tar', commit], { maxBuffer: 512 * 2 ** 20 });
     execFileSync('tar', ['-x', '-C', dir], { input: archive });
-    await symlink(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
   }
   return bin;
 }
