@@ -98,4 +98,9 @@ async function guarded(body: () => Promise<number>): Promise<number> {
   }
 }
 
+// A reader that stopped early (`holon-conformance --help | head`) is not an error of the run.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(process.exitCode ?? 0);
+});
 process.exitCode = await main(process.argv.slice(2));
