@@ -12,6 +12,12 @@ import { startHttpsAgent, type HttpsAgent } from './helpers/https-agent.ts';
 import { startTestHosted, type TestHosted } from './helpers/hosted.ts';
 import type { PublishedVersion } from '../src/hosted/publish.ts';
 import { MAX_LINEAGE_LEVELS } from '../src/contracts/lineage.ts';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import YAML from 'yaml';
+import { holon } from './helpers/cli.ts';
+import { EXIT } from '../src/cli/client-commands.ts';
 
 let github: GithubStandin;
 let server: HttpsAgent;
@@ -209,4 +215,27 @@ test(`a fork names a listed version; a chain longer than ${MAX_LINEAGE_LEVELS} l
   const tooLong = await publish(author.human, manifest(author.handle, 'toolong', { ...proprietary, lineage: { fork_of: `${author.handle}/level${MAX_LINEAGE_LEVELS}@1.0.0`, royalty: '0.1' } }));
   assert.deepEqual([tooLong.status, tooLong.body.code], [422, 'invalid_lineage']);
   assert.match(tooLong.body.error, new RegExp(`longer than ${MAX_LINEAGE_LEVELS} levels`));
+});
+
+test('holon publish holon.yaml publishes with the human key of HOLON_API_KEY; holon earnings lists the version; a file that is not YAML is bad usage', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'holon-publish-'));
+  try {
+    const file = path.join(dir, 'holon.yaml');
+    await writeFile(file, YAML.stringify(manifest(author.handle, 'fromcli', { license: 'proprietary', source: undefined })));
+    const env = { HOLON_API_KEY: author.human, HOLON_GATEWAY_URL: hosted.running.url };
+    const published = await holon(['publish', file], { env });
+    assert.equal(published.code, EXIT.ok, published.stderr);
+    assert.deepEqual([JSON.parse(published.stdout).agent, JSON.parse(published.stdout).proprietary], [`${author.handle}/fromcli@1.0.0`, true]);
+    const again = await holon(['publish', file], { env });
+    assert.deepEqual([again.code, JSON.parse(again.stdout).code], [EXIT.refused, 'version_exists']);
+    const earnings = await holon(['earnings'], { env });
+    assert.equal(earnings.code, EXIT.ok, earnings.stderr);
+    assert.ok(JSON.parse(earnings.stdout).versions.some((v: { agent: string }) => v.agent === `${author.handle}/fromcli@1.0.0`));
+    await writeFile(file, 'id: [unclosed');
+    const broken = await holon(['publish', file], { env });
+    assert.equal(broken.code, EXIT.usage);
+    assert.match(broken.stderr, /holon\.yaml: /);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
