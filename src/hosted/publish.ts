@@ -28,6 +28,7 @@ import { validateManifest, type LoadedManifest } from '../contracts/manifest.ts'
 import { iso } from '../db/index.ts';
 import { HttpError } from '../http/errors.ts';
 import { agentRef, type Registry } from '../gateway/registry.ts';
+import type { components } from '../../generated/gateway/types.ts';
 import { checkSourceRepository } from './github-source.ts';
 import type { HostedSettings } from './settings.ts';
 
@@ -64,19 +65,8 @@ export interface PublishDeps {
   logger: Logger;
 }
 
-/** A publication as the API shows it (`Publication` of `openapi/gateway.yaml`). */
-export interface PublicationView {
-  agent: string;
-  id: string;
-  version: string;
-  license: string;
-  proprietary: boolean;
-  listed: boolean;
-  published_at: string;
-  yanked_at: string | null;
-  yanked_by: 'author' | 'operator' | null;
-  yank_reason: string | null;
-}
+/** A publication as the API shows it: the `Publication` schema of `openapi/gateway.yaml`. */
+export type PublicationView = components['schemas']['Publication'];
 
 /** A `hosted_publications` row (joined with its license) as a {@link PublicationView}. */
 export function publicationView(row: Record<string, any>, license: string): PublicationView {
