@@ -20,6 +20,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseMoney } from '../src/contracts/money.ts';
+import { Registry } from '../src/gateway/registry.ts';
 import { startGithubStandin, signInWithStandin, type GithubStandin } from './helpers/github-standin.ts';
 import { startHttpsAgent, type HttpsAgent } from './helpers/https-agent.ts';
 import { startTestHosted, type TestHosted } from './helpers/hosted.ts';
@@ -111,4 +112,24 @@ test('an account that published nothing sees no versions and earned 0', async ()
   const nobody = await signInWithStandin(hosted.http, github, { id, login: `Idle-${id}`, emails: [] });
   const view = await hosted.http.get('/v0/me/agents').set('authorization', `Bearer ${nobody.human}`).expect(200);
   assert.deepEqual(view.body, { currency: 'EUR', versions: [], total: '0.00' });
+});
+
+test('a fork keeps paying its royalty after its upstream is yanked, in this process and after a restart', async () => {
+  const L = await authorWith('old', '0.10');
+  const M = await authorWith('heir', '0.035', { fork_of: L.agent, royalty: '0.15' });
+  await hosted.http.delete(`/v0/agents/${L.agent}`).set('authorization', `Bearer ${L.human}`).expect(200);
+  const caller = await hosted.signup();
+  const call = await hosted.http.post('/v0/calls').set('authorization', `Bearer ${caller.human}`).send({ mandate: caller.mandate, agent: M.id, input: {} });
+  assert.equal(call.status, 200, JSON.stringify(call.body));
+  assert.deepEqual(call.body.receipt.splits, [
+    { to: 'holon', amount: '0.0035' },
+    { to: M.handle, amount: '0.026775' },
+    { to: L.handle, amount: '0.004725' },
+  ]);
+  await allPosted();
+  const view = (await hosted.http.get('/v0/me/agents').set('authorization', `Bearer ${L.human}`).expect(200)).body;
+  assert.deepEqual(view.versions.map((v: any) => [v.agent, v.listed, v.earned.royalties]), [[L.agent, false, '0.004725']]);
+  // A restart rebuilds the registry from the database: the yanked version is not listed, yet known for royalties.
+  const rebuilt = await Registry.fromDatabase(hosted.running.db.knex);
+  assert.deepEqual([rebuilt.resolve(L.id), rebuilt.manifestOf(L.agent)?.id], [null, L.id]);
 });
