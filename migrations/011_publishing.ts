@@ -37,6 +37,9 @@ const statements = [
    END $$`,
   `CREATE TRIGGER gateway_agents_published_immutable BEFORE UPDATE OR DELETE ON gateway_agents
      FOR EACH ROW WHEN (OLD.published) EXECUTE FUNCTION gateway_agents_published_immutable()`,
+  // Earnings read the posted settlements an author received (`src/hosted/earnings.ts`).
+  `CREATE INDEX gateway_settlement_intents_owner ON gateway_settlement_intents ((body->>'owner'), receipt)
+     WHERE operation = 'settle' AND status = 'posted'`,
   `CREATE TABLE hosted_moderation_log (
      id bigserial PRIMARY KEY,
      action text NOT NULL CHECK (action IN ('disable_account', 'yank_agent')),
@@ -62,6 +65,7 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('DROP TABLE IF EXISTS hosted_moderation_log CASCADE');
   await knex.raw('DROP TABLE IF EXISTS hosted_publications CASCADE');
+  await knex.raw('DROP INDEX IF EXISTS gateway_settlement_intents_owner');
   await knex.raw('DROP TRIGGER IF EXISTS gateway_agents_published_immutable ON gateway_agents');
   await knex.raw('DROP FUNCTION IF EXISTS gateway_agents_published_immutable()');
   await knex.raw('DROP FUNCTION IF EXISTS hosted_moderation_log_append_only()');
