@@ -21,7 +21,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseMoney } from '../src/contracts/money.ts';
 import { Registry } from '../src/gateway/registry.ts';
-import { startGithubStandin, signInWithStandin, type GithubStandin } from './helpers/github-standin.ts';
+import { startGithubStandin, signInWithStandin, standinSettings, type GithubStandin } from './helpers/github-standin.ts';
 import { startHttpsAgent, type HttpsAgent } from './helpers/https-agent.ts';
 import { startTestHosted, type TestHosted } from './helpers/hosted.ts';
 
@@ -34,7 +34,7 @@ before(async () => {
   github = await startGithubStandin();
   server = await startHttpsAgent(() => ({ ok: true }));
   hosted = await startTestHosted({
-    settings: { github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
+    settings: standinSettings(github),
     publishing: { checkEndpoint: async () => undefined },
   });
 });

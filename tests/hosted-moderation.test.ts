@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGithubStandin, signInWithStandin, type GithubStandin, type StandinUser } from './helpers/github-standin.ts';
+import { startGithubStandin, signInWithStandin, standinSettings, type GithubStandin, type StandinUser } from './helpers/github-standin.ts';
 import { ADMIN_KEY, startTestHosted, type TestHosted } from './helpers/hosted.ts';
 
 let github: GithubStandin;
@@ -16,7 +16,7 @@ let nextId = 9000;
 before(async () => {
   github = await startGithubStandin();
   hosted = await startTestHosted({
-    settings: { github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
+    settings: standinSettings(github),
     publishing: { checkEndpoint: async () => undefined },
   });
 });

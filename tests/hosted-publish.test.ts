@@ -7,7 +7,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGithubStandin, signInWithStandin, type GithubStandin } from './helpers/github-standin.ts';
+import { startGithubStandin, signInWithStandin, standinSettings, type GithubStandin } from './helpers/github-standin.ts';
 import { startHttpsAgent, type HttpsAgent } from './helpers/https-agent.ts';
 import { startTestHosted, type TestHosted } from './helpers/hosted.ts';
 import type { PublishedVersion } from '../src/hosted/publish.ts';
@@ -58,7 +58,7 @@ before(async () => {
   github = await startGithubStandin();
   server = await startHttpsAgent((_path, body) => ({ echo: body }));
   hosted = await startTestHosted({
-    settings: { github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
+    settings: standinSettings(github),
     publishing: {
       checkEndpoint: async (url) => {
         if (refusedEndpoints.has(url)) throw new Error('intranet.example resolves to 10.0.0.8, a private address');

@@ -118,6 +118,11 @@ export async function startGithubStandin(): Promise<GithubStandin> {
   };
 }
 
+/** The hosted gateway's GitHub setting pointing at `github` (both base URLs are the stand-in's). */
+export function standinSettings(github: GithubStandin) {
+  return { github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } };
+}
+
 /**
  * Signs `user` in through the gateway at `http` and the stand-in (the browser's three steps:
  * start, GitHub's callback with the cookie, the code exchange); answers the handle and human key.
