@@ -44,7 +44,7 @@ test('holon --version prints the version of the package', async () => {
 
 test('every client command facing an unreachable gateway says so in one line naming the URL and what to do, and exits 4', async () => {
   const url = `http://127.0.0.1:${await closedPort()}`;
-  const commands = [['call', 'acme/estimate'], ['receipts'], ['receipts', 'r1'], ['agents'], ['accounts'], ['mandate', 'dev/sandbox'], ['approvals'], ['approvals', 'approve', 'a1']];
+  const commands = [['call', 'acme/estimate'], ['receipts'], ['receipts', 'r1'], ['agents'], ['accounts'], ['mandate', 'dev/sandbox'], ['approvals'], ['approvals', 'approve', 'a1'], ['earnings'], ['publish', 'package.json']];
   const results = await Promise.all(commands.map((command) => holon([...command, '--gateway', url])));
   for (const [i, result] of results.entries()) {
     assert.equal(result.code, EXIT.unreachable, commands[i].join(' '));

@@ -49,6 +49,27 @@ async function throwawayKey(): Promise<string> {
   return created.body.prefix;
 }
 
+/** A manifest of `A/<name>` as a publisher would send it. */
+const manifestOf = (name: string) => ({
+  id: `${A.handle}/${name}`,
+  version: '1.0.0',
+  summary: 'A published agent.',
+  capabilities: ['matrix.test'],
+  interface: { input: { type: 'object' }, output: { type: 'object' } },
+  price: { model: 'free', currency: 'EUR' },
+  runtime: { kind: 'webhook', endpoint: 'https://agents.example/run' },
+  license: 'proprietary',
+});
+
+/** A fresh version published by A, written straight to the database (this gateway has no GitHub app to publish through). */
+async function publishedByA(): Promise<string> {
+  const name = `m${randomUUID().slice(0, 8)}`;
+  const knex = hosted.running.db.knex;
+  await knex('gateway_agents').insert({ id: `${A.handle}/${name}`, version: '1.0.0', manifest: JSON.stringify(manifestOf(name)), source: A.handle, published: true, listed: true });
+  await knex('hosted_publications').insert({ id: `${A.handle}/${name}`, version: '1.0.0', account: A.handle, proprietary: true });
+  return `${A.handle}/${name}@1.0.0`;
+}
+
 const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> = {
   health: { cell: async () => ({ path: '/healthz' }), expected: same(200) },
   'search-agents': {
@@ -112,6 +133,29 @@ const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> =
     cell: async () => ({ path: '/v0/admin/credit', body: { account: A.handle, amount: '1.00' } }),
     expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 },
   },
+  // No GitHub app on this gateway: publishing answers 503 to the one principal it is for.
+  'publish-agent': {
+    cell: async () => ({ path: '/v0/agents', body: manifestOf(`p${randomUUID().slice(0, 8)}`) }),
+    expected: { none: 401, humanA: 503, agentA: 403, humanB: 503, agentB: 403, admin: 403 },
+  },
+  'yank-agent': {
+    cell: async () => ({ path: `/v0/agents/${await publishedByA()}` }),
+    expected: { none: 401, humanA: 200, agentA: 403, humanB: 404, agentB: 403, admin: 403 },
+  },
+  'my-agents': { cell: async () => ({ path: '/v0/me/agents' }), expected: { none: 401, humanA: 200, agentA: 403, humanB: 200, agentB: 403, admin: 403 } },
+  'admin-list-accounts': {
+    cell: async () => ({ path: `/v0/admin/accounts?q=${A.handle}` }),
+    expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 },
+  },
+  'admin-disable-account': {
+    cell: async () => ({ path: `/v0/admin/accounts/${(await hosted.signup()).handle}/disable`, body: { reason: 'matrix' } }),
+    expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 },
+  },
+  'admin-yank-agent': {
+    cell: async () => ({ path: `/v0/admin/agents/${await publishedByA()}/yank`, body: { reason: 'matrix' } }),
+    expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 },
+  },
+  'admin-log': { cell: async () => ({ path: '/v0/admin/log' }), expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 } },
 };
 
 const document = YAML.parse(readFileSync(new URL('../openapi/gateway.yaml', import.meta.url), 'utf8'));

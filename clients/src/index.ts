@@ -13,6 +13,7 @@ import type {
   CallSucceeded,
   ListReceiptsData,
   ListSettlementsData,
+  Manifest,
   SearchAgentsData,
 } from '../../generated/gateway/client/types.gen.js';
 import { clientConfig, toHolonError, type ClientOptions } from './errors.js';
@@ -81,6 +82,10 @@ export function createHolonClient(options: ClientOptions) {
     },
     /** `GET /v0/accounts`: balances of the payers and authors. */
     listAccounts: () => data(sdk.listAccounts(opts)),
+    /** `POST /v0/agents` (hosted, human key; gateway §7 "Publishing agents"): publish a version of one of your agents; resolves with the publication. */
+    publishAgent: (manifest: Manifest) => data(sdk.publishAgent({ ...opts, body: manifest })),
+    /** `GET /v0/me/agents` (hosted, human key; gateway §7 "Earnings"): your versions, their evaluations and what each earned. */
+    myAgents: () => data(sdk.myAgents(opts)),
     /** `GET /v0/settlements`: settlement intents, optionally by status. */
     listSettlements: (query: ListSettlementsData['query'] = {}) => data(sdk.listSettlements({ ...opts, query })),
   };

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { operations } from './types.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit";
+export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -52,6 +52,17 @@ export const operationTable: readonly Operation[] = [
       "additionalProperties": true
     },
     "body": null
+  },
+  {
+    "operationId": "publish-agent",
+    "method": "post",
+    "path": "/v0/agents",
+    "koaPath": "/v0/agents",
+    "params": null,
+    "query": null,
+    "body": {
+      "$ref": "#/components/schemas/Manifest"
+    }
   },
   {
     "operationId": "read-agent",
@@ -420,6 +431,152 @@ export const operationTable: readonly Operation[] = [
         }
       }
     }
+  },
+  {
+    "operationId": "yank-agent",
+    "method": "delete",
+    "path": "/v0/agents/{ns}/{name}@{version}",
+    "koaPath": "/v0/agents/:ns/:name@:version",
+    "params": {
+      "type": "object",
+      "properties": {
+        "ns": {
+          "type": "string",
+          "maxLength": 39
+        },
+        "name": {
+          "type": "string",
+          "maxLength": 64
+        },
+        "version": {
+          "type": "string",
+          "maxLength": 64
+        }
+      },
+      "required": [
+        "ns",
+        "name",
+        "version"
+      ],
+      "additionalProperties": false
+    },
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "my-agents",
+    "method": "get",
+    "path": "/v0/me/agents",
+    "koaPath": "/v0/me/agents",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "admin-list-accounts",
+    "method": "get",
+    "path": "/v0/admin/accounts",
+    "koaPath": "/v0/admin/accounts",
+    "params": null,
+    "query": {
+      "type": "object",
+      "properties": {
+        "q": {
+          "type": "string",
+          "maxLength": 254
+        },
+        "limit": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 500,
+          "default": 50
+        }
+      },
+      "required": [],
+      "additionalProperties": true
+    },
+    "body": null
+  },
+  {
+    "operationId": "admin-disable-account",
+    "method": "post",
+    "path": "/v0/admin/accounts/{handle}/disable",
+    "koaPath": "/v0/admin/accounts/:handle/disable",
+    "params": {
+      "type": "object",
+      "properties": {
+        "handle": {
+          "type": "string",
+          "maxLength": 39
+        }
+      },
+      "required": [
+        "handle"
+      ],
+      "additionalProperties": false
+    },
+    "query": null,
+    "body": {
+      "$ref": "#/components/schemas/DisableRequest"
+    }
+  },
+  {
+    "operationId": "admin-yank-agent",
+    "method": "post",
+    "path": "/v0/admin/agents/{ns}/{name}@{version}/yank",
+    "koaPath": "/v0/admin/agents/:ns/:name@:version/yank",
+    "params": {
+      "type": "object",
+      "properties": {
+        "ns": {
+          "type": "string",
+          "maxLength": 39
+        },
+        "name": {
+          "type": "string",
+          "maxLength": 64
+        },
+        "version": {
+          "type": "string",
+          "maxLength": 64
+        }
+      },
+      "required": [
+        "ns",
+        "name",
+        "version"
+      ],
+      "additionalProperties": false
+    },
+    "query": null,
+    "body": {
+      "$ref": "#/components/schemas/YankRequest"
+    }
+  },
+  {
+    "operationId": "admin-log",
+    "method": "get",
+    "path": "/v0/admin/log",
+    "koaPath": "/v0/admin/log",
+    "params": null,
+    "query": {
+      "type": "object",
+      "properties": {
+        "limit": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 500,
+          "default": 100
+        },
+        "before": {
+          "type": "integer",
+          "minimum": 1
+        }
+      },
+      "required": [],
+      "additionalProperties": true
+    },
+    "body": null
   }
 ];
 
@@ -1774,7 +1931,10 @@ export const schemaDocument = {
           "success_rate",
           "cost_per_success",
           "allowed",
-          "reason"
+          "reason",
+          "license",
+          "proprietary",
+          "published"
         ],
         "properties": {
           "id": {
@@ -1839,6 +1999,18 @@ export const schemaDocument = {
               "string",
               "null"
             ]
+          },
+          "license": {
+            "type": "string",
+            "description": "The manifest's `license`: an SPDX expression, or `proprietary`."
+          },
+          "proprietary": {
+            "type": "boolean",
+            "description": "True for a `proprietary` agent: no code was checked (gateway §7 \"Publishing agents\")."
+          },
+          "published": {
+            "type": "boolean",
+            "description": "Published by an author (runs on the author's server), as opposed to shipped with the gateway."
           }
         }
       },
@@ -1848,11 +2020,21 @@ export const schemaDocument = {
         "required": [
           "manifest",
           "versions",
-          "measured"
+          "measured",
+          "proprietary",
+          "published"
         ],
         "properties": {
           "manifest": {
             "$ref": "#/components/schemas/Manifest"
+          },
+          "proprietary": {
+            "type": "boolean",
+            "description": "True for a `proprietary` agent: no code was checked (gateway §7 \"Publishing agents\")."
+          },
+          "published": {
+            "type": "boolean",
+            "description": "Published by an author, as opposed to shipped with the gateway."
           },
           "versions": {
             "type": "array",
@@ -2002,6 +2184,288 @@ export const schemaDocument = {
               "null"
             ],
             "format": "date-time"
+          },
+          "created_at": {
+            "type": "string",
+            "format": "date-time"
+          }
+        }
+      },
+      "Publication": {
+        "type": "object",
+        "description": "A published version (gateway §7 \"Publishing agents\").",
+        "required": [
+          "agent",
+          "id",
+          "version",
+          "license",
+          "proprietary",
+          "listed",
+          "published_at",
+          "yanked_at",
+          "yanked_by",
+          "yank_reason"
+        ],
+        "properties": {
+          "agent": {
+            "type": "string",
+            "description": "`ns/name@x.y.z`."
+          },
+          "id": {
+            "type": "string"
+          },
+          "version": {
+            "type": "string"
+          },
+          "license": {
+            "type": "string"
+          },
+          "proprietary": {
+            "type": "boolean",
+            "description": "A `proprietary` agent: no code was checked; labelled as such wherever it is listed."
+          },
+          "listed": {
+            "type": "boolean"
+          },
+          "published_at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "yanked_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          },
+          "yanked_by": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "author",
+              "operator",
+              null
+            ]
+          },
+          "yank_reason": {
+            "type": [
+              "string",
+              "null"
+            ]
+          }
+        }
+      },
+      "MyAgentVersion": {
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/Publication"
+          },
+          {
+            "type": "object",
+            "required": [
+              "credential_set",
+              "evaluations",
+              "earned"
+            ],
+            "properties": {
+              "credential_set": {
+                "type": "boolean",
+                "description": "Whether an endpoint credential is set for this agent (never the credential)."
+              },
+              "evaluations": {
+                "type": "array",
+                "items": {
+                  "type": "object"
+                },
+                "description": "Evaluation results: public cases in detail, hidden cases as pass/fail only."
+              },
+              "earned": {
+                "type": "object",
+                "required": [
+                  "calls",
+                  "share",
+                  "royalties",
+                  "total"
+                ],
+                "properties": {
+                  "calls": {
+                    "type": "integer",
+                    "description": "Paid calls of this version."
+                  },
+                  "share": {
+                    "$ref": "#/components/schemas/Money"
+                  },
+                  "royalties": {
+                    "$ref": "#/components/schemas/Money"
+                  },
+                  "total": {
+                    "$ref": "#/components/schemas/Money"
+                  }
+                }
+              }
+            }
+          }
+        ]
+      },
+      "MyAgents": {
+        "type": "object",
+        "required": [
+          "currency",
+          "versions",
+          "total"
+        ],
+        "properties": {
+          "currency": {
+            "type": "string",
+            "const": "EUR"
+          },
+          "versions": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/MyAgentVersion"
+            }
+          },
+          "total": {
+            "$ref": "#/components/schemas/Money"
+          }
+        }
+      },
+      "AdminAccount": {
+        "type": "object",
+        "required": [
+          "handle",
+          "email",
+          "github_login",
+          "disabled",
+          "disabled_at",
+          "created_at",
+          "listed_versions"
+        ],
+        "properties": {
+          "handle": {
+            "type": "string"
+          },
+          "email": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "github_login": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "disabled": {
+            "type": "boolean"
+          },
+          "disabled_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          },
+          "created_at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "listed_versions": {
+            "type": "integer"
+          }
+        }
+      },
+      "DisableRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "reason"
+        ],
+        "properties": {
+          "reason": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 1000
+          },
+          "yank_agents": {
+            "type": "boolean",
+            "default": false
+          }
+        }
+      },
+      "DisableResult": {
+        "type": "object",
+        "required": [
+          "handle",
+          "disabled",
+          "keys_revoked",
+          "yanked"
+        ],
+        "properties": {
+          "handle": {
+            "type": "string"
+          },
+          "disabled": {
+            "type": "boolean",
+            "const": true
+          },
+          "keys_revoked": {
+            "type": "integer"
+          },
+          "yanked": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          }
+        }
+      },
+      "YankRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "reason"
+        ],
+        "properties": {
+          "reason": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 1000
+          }
+        }
+      },
+      "ModerationEntry": {
+        "type": "object",
+        "required": [
+          "id",
+          "action",
+          "target",
+          "reason",
+          "detail",
+          "created_at"
+        ],
+        "properties": {
+          "id": {
+            "type": "integer"
+          },
+          "action": {
+            "type": "string",
+            "enum": [
+              "disable_account",
+              "yank_agent"
+            ]
+          },
+          "target": {
+            "type": "string"
+          },
+          "reason": {
+            "type": "string"
+          },
+          "detail": {
+            "type": "object"
           },
           "created_at": {
             "type": "string",

@@ -33,7 +33,11 @@ export interface paths {
          */
         get: operations["search-agents"];
         put?: never;
-        post?: never;
+        /**
+         * Publish a version of one of your agents (gateway §7 "Publishing agents")
+         * @description Human key; the body is the manifest as JSON. Listed at once when every condition holds, checked in this order (the first refusal answers, nothing is stored): a GitHub app is configured (else 503 `publishing_off`); the account is linked to GitHub (403 `github_link_required`); the manifest is valid (422 `invalid_manifest`, `invalid_schema`); its `id` is in your namespace (403 `not_your_namespace`); `runtime.kind` is `mcp` or `webhook` (422 `runtime_not_publishable`); `runtime.endpoint` is https without credentials (422 `endpoint_refused`); a fork names a listed version, its chain is at most 8 levels and does not loop (422 `invalid_lineage`); the version was never published, yanked ones included (409 `version_exists`); the account has fewer than 1,000 versions (422 `too_many_versions`); an open-source agent's `source.repository` is a public GitHub repository of your GitHub account or of an organisation listing you as a public member (422 `source_required`, `source_not_github`, `source_not_public`; 403 `source_not_yours`; 503 `github_unavailable`), a `proprietary` one is not checked and is labelled as such wherever it is listed; the endpoint resolves only to public addresses (422 `endpoint_not_public`). Versions are immutable. Once listed, the version is evaluated in the background.
+         */
+        post: operations["publish-agent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -402,6 +406,126 @@ export interface paths {
          * @description Admin key only. A credit from `external:demo-credit` to `account` under `admin-credit:<id>`, through the clearing seam. At most 1000.00 per credit.
          */
         post: operations["admin-credit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/agents/{ns}/{name}@{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Yank a version you published (gateway §7 "Publishing agents")
+         * @description Human key. The version stops being listed at once; its number is never freed, and forks of it keep paying it royalties. Anyone else's version, or a shipped agent, answers 404.
+         */
+        delete: operations["yank-agent"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/me/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your published versions, evaluations and earnings (gateway §7 "Earnings")
+         * @description Human key. Every version you published, newest first, yanked ones included: its evaluations, whether an endpoint credential is set, and what it earned, computed from the journal: your share of each paid call (after the platform fee and the royalty your version pays upstream) and the royalties it received from forks (less what it paid further up), exact to the micro-unit, in EUR.
+         */
+        get: operations["my-agents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/admin/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List accounts (gateway §7 "Moderation")
+         * @description Admin key. Accounts whose handle, email or GitHub login contains `q` (case-insensitive), by handle.
+         */
+        get: operations["admin-list-accounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/admin/accounts/{handle}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable an account (gateway §7 "Moderation")
+         * @description Admin key. Every key of the account is revoked at once, its email and GitHub account can never sign up or sign in again; with `yank_agents: true` each of its listed versions is yanked. One transaction, logged with its reason.
+         */
+        post: operations["admin-disable-account"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/admin/agents/{ns}/{name}@{version}/yank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw a published version (gateway §7 "Moderation")
+         * @description Admin key. The version stops being listed; its number is never freed. Logged with its reason. Agents shipped with the gateway are not moderated: 422 `not_moderated`.
+         */
+        post: operations["admin-yank-agent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/admin/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The moderation log (gateway §7 "Moderation")
+         * @description Admin key. Every moderation action with its reason, newest first. Append-only: the database refuses any change or deletion of an entry.
+         */
+        get: operations["admin-log"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -854,10 +978,20 @@ export interface components {
              */
             allowed: "allow" | "approve" | "deny" | null;
             reason: string | null;
+            /** @description The manifest's `license`: an SPDX expression, or `proprietary`. */
+            license: string;
+            /** @description True for a `proprietary` agent: no code was checked (gateway §7 "Publishing agents"). */
+            proprietary: boolean;
+            /** @description Published by an author (runs on the author's server), as opposed to shipped with the gateway. */
+            published: boolean;
         };
         /** @description An agent's manifest, measured record and versions. */
         AgentRecord: {
             manifest: components["schemas"]["Manifest"];
+            /** @description True for a `proprietary` agent: no code was checked (gateway §7 "Publishing agents"). */
+            proprietary: boolean;
+            /** @description Published by an author, as opposed to shipped with the gateway. */
+            published: boolean;
             versions: string[];
             measured: {
                 runs: number;
@@ -897,6 +1031,79 @@ export interface components {
             last_error: string | null;
             /** Format: date-time */
             next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description A published version (gateway §7 "Publishing agents"). */
+        Publication: {
+            /** @description `ns/name@x.y.z`. */
+            agent: string;
+            id: string;
+            version: string;
+            license: string;
+            /** @description A `proprietary` agent: no code was checked; labelled as such wherever it is listed. */
+            proprietary: boolean;
+            listed: boolean;
+            /** Format: date-time */
+            published_at: string;
+            /** Format: date-time */
+            yanked_at: string | null;
+            /** @enum {string|null} */
+            yanked_by: "author" | "operator" | null;
+            yank_reason: string | null;
+        };
+        MyAgentVersion: components["schemas"]["Publication"] & {
+            /** @description Whether an endpoint credential is set for this agent (never the credential). */
+            credential_set: boolean;
+            /** @description Evaluation results: public cases in detail, hidden cases as pass/fail only. */
+            evaluations: Record<string, never>[];
+            earned: {
+                /** @description Paid calls of this version. */
+                calls: number;
+                share: components["schemas"]["Money"];
+                royalties: components["schemas"]["Money"];
+                total: components["schemas"]["Money"];
+            };
+        };
+        MyAgents: {
+            /** @constant */
+            currency: "EUR";
+            versions: components["schemas"]["MyAgentVersion"][];
+            total: components["schemas"]["Money"];
+        };
+        AdminAccount: {
+            handle: string;
+            email: string | null;
+            github_login: string | null;
+            disabled: boolean;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            listed_versions: number;
+        };
+        DisableRequest: {
+            reason: string;
+            /** @default false */
+            yank_agents: boolean;
+        };
+        DisableResult: {
+            handle: string;
+            /** @constant */
+            disabled: true;
+            keys_revoked: number;
+            yanked: string[];
+        };
+        YankRequest: {
+            reason: string;
+        };
+        ModerationEntry: {
+            id: number;
+            /** @enum {string} */
+            action: "disable_account" | "yank_agent";
+            target: string;
+            reason: string;
+            detail: Record<string, never>;
             /** Format: date-time */
             created_at: string;
         };
@@ -1039,6 +1246,68 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    "publish-agent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Manifest"];
+            };
+        };
+        responses: {
+            /** @description The version is listed. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Publication"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `wrong_principal`, `github_link_required`, `not_your_namespace` or `source_not_yours`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `version_exists`: this version was published before (a yanked number is never reused). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The manifest or its endpoint, lineage or source is refused; the code names which (see above). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description `publishing_off` (no GitHub app configured) or `github_unavailable`; nothing was published. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     "read-agent": {
@@ -1423,6 +1692,15 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /** @description `email_disabled`: the email belongs to a disabled account (gateway §7 "Moderation"). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `handle_taken` or `email_taken`. */
             409: {
                 headers: {
@@ -1740,6 +2018,249 @@ export interface operations {
                 };
             };
             503: components["responses"]["Unavailable"];
+        };
+    };
+    "yank-agent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Your namespace. */
+                ns: string;
+                /** @description The agent's name. */
+                name: string;
+                /** @description The exact version. */
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The yanked version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Publication"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `already_yanked`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    "my-agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your versions and what they earned. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MyAgents"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    "admin-list-accounts": {
+        parameters: {
+            query?: {
+                /** @description Text to find in the handle, email or GitHub login. */
+                q?: string;
+                /** @description How many accounts, 1 to 500 (default 50). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The accounts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accounts: components["schemas"]["AdminAccount"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `invalid_request`: a `limit` outside 1..500 or a `q` over 254 characters. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    "admin-disable-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account's handle. */
+                handle: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DisableRequest"];
+            };
+        };
+        responses: {
+            /** @description The account is disabled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DisableResult"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `account_disabled`: it was disabled already. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invalid_request`: no reason, or one over 1000 characters. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    "admin-yank-agent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The namespace. */
+                ns: string;
+                /** @description The agent's name. */
+                name: string;
+                /** @description The exact version. */
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["YankRequest"];
+            };
+        };
+        responses: {
+            /** @description The yanked version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Publication"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `already_yanked`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `not_moderated` (a shipped agent), or `invalid_request` (no reason). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    "admin-log": {
+        parameters: {
+            query?: {
+                /** @description How many entries, 1 to 500 (default 100). */
+                limit?: number;
+                /** @description Only entries older than this entry id (the next page). */
+                before?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The log entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entries: components["schemas"]["ModerationEntry"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `invalid_request`: a `limit` outside 1..500. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
         };
     };
 }

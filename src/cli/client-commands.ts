@@ -1,6 +1,7 @@
 /**
  * The client commands of `holon` (gateway §5 through `@holon/client`): `call`, `receipts`,
- * `agents`, `accounts`, `mandate`, `approvals`. Each prints the gateway's JSON answer on stdout
+ * `agents`, `accounts`, `mandate`, `approvals`, and for authors on a hosted gateway (gateway §7)
+ * `publish` and `earnings`. Each prints the gateway's JSON answer on stdout
  * and exits with one of `EXIT`: a refusal prints its `{error, code, receipt}` body; a gateway
  * that cannot be reached, or a URL without a scheme, is one line on stderr saying what to do.
  */
@@ -8,6 +9,8 @@ import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
 import { createHolonClient, HolonError, HolonUnreachable, type HolonClient } from '../../clients/src/index.ts';
 import { httpUrl } from './preflight.ts';
+import { parseYamlDocument } from '../contracts/yaml-document.ts';
+import type { Manifest } from '../../clients/src/index.ts';
 
 /** Exit codes of the client commands (README "Exit codes"). */
 export const EXIT = {
@@ -155,6 +158,21 @@ async function waitForDecision(holon: HolonClient, id: string, seconds: number):
   }
 }
 
+/** Reads and parses the manifest file `file` (YAML 1.2, duplicate keys refused); bad usage when unreadable or not YAML. */
+async function readManifestFile(file: string): Promise<Manifest> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new Exit(EXIT.usage, `${file}: ${(error as Error).message}`);
+  }
+  try {
+    return parseYamlDocument(text, 'invalid_manifest', file) as Manifest;
+  } catch (error) {
+    throw new Exit(EXIT.usage, (error as Error).message);
+  }
+}
+
 /** Adds the client commands to `program`. */
 export function addClientCommands(program: Command): void {
   program
@@ -231,6 +249,18 @@ export function addClientCommands(program: Command): void {
         print(await holon.readMandate(id));
       }),
     );
+
+  program
+    .command('publish <file>')
+    .description('publish the agent version a holon.yaml describes, on a hosted gateway (HOLON_API_KEY: your human key)')
+    .addOption(gatewayOption())
+    .action((file: string, opts: { gateway: string }) => withGateway(opts, async (holon) => print(await holon.publishAgent(await readManifestFile(file)))));
+
+  program
+    .command('earnings')
+    .description('your published versions, their evaluations and what each earned, on a hosted gateway (HOLON_API_KEY: your human key)')
+    .addOption(gatewayOption())
+    .action((opts: { gateway: string }) => withGateway(opts, async (holon) => print(await holon.myAgents())));
 
   program
     .command('approvals [decision] [id]')

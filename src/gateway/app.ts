@@ -96,6 +96,8 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       const stats = gateway.stats.get(listed.loaded.manifest.id) ?? { runs: 0, successes: 0 };
       return {
         manifest: listed.document,
+        proprietary: listed.loaded.manifest.license === 'proprietary',
+        published: listed.published,
         versions: registry.versionsOf(listed.loaded.manifest.id),
         measured: { runs: stats.runs, successes: stats.successes, success_rate: stats.runs === 0 ? null : stats.successes / stats.runs },
       };

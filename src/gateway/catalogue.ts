@@ -34,6 +34,10 @@ export interface Listing {
   cost_per_success: string | null;
   allowed: 'allow' | 'approve' | 'deny' | null;
   reason: string | null;
+  license: string;
+  /** A `proprietary` agent, labelled as such everywhere it is listed (gateway §7 "Publishing agents"). */
+  proprietary: boolean;
+  published: boolean;
 }
 
 /** Searches the catalogue; every word of `q` must appear in an agent's id, summary or capabilities. */
@@ -63,6 +67,9 @@ export function searchAgents(registry: Registry, measured: Measured, mandate: St
         cost_per_success: worst === null ? null : formatMoney(Math.ceil(score)),
         allowed: admission?.decision ?? null,
         reason: admission?.decision === 'deny' ? admission.reason : null,
+        license: manifest.license,
+        proprietary: manifest.license === 'proprietary',
+        published: agent.published,
       };
       return { listing, score };
     })

@@ -37,6 +37,8 @@ function withEndpoint(document: Record<string, unknown>, endpoint: string | unde
 /** The in-memory catalogue over `gateway_agents`. */
 export class Registry {
   private readonly versions = new Map<string, Map<string, ListedAgent>>();
+  /** Published versions no longer listed (yanked), by `ns/name@x.y.z`: forks of them still pay their royalties. */
+  private readonly yanked = new Map<string, Manifest>();
 
   /** Every listed version of `id`, highest first. */
   versionsOf(id: string): string[] {
@@ -48,10 +50,14 @@ export class Registry {
     return this.versions.get(id)?.get(version);
   }
 
-  /** The manifest of `ns/name@x.y.z`, for lineage lookups. */
+  /**
+   * The manifest of `ns/name@x.y.z`, for lineage lookups: a listed version, or a yanked published
+   * one, so a fork listed before its upstream was yanked keeps paying its royalties (gateway §7
+   * "Limits": royalties always settle).
+   */
   manifestOf(ref: string): Manifest | undefined {
     const { id, range } = parseAgentRef(ref);
-    return range === null ? undefined : this.get(id, range)?.loaded.manifest;
+    return range === null ? undefined : (this.get(id, range)?.loaded.manifest ?? this.yanked.get(ref));
   }
 
   /**
@@ -85,10 +91,21 @@ export class Registry {
     return this.latest().filter((agent) => agent.loaded.manifest.capabilities.includes(capability));
   }
 
-  private add(agent: ListedAgent): void {
+  /** Lists `agent` in this process (a version just stored, e.g. published: gateway §7 "Publishing agents"). */
+  list(agent: ListedAgent): void {
     const { id, version } = agent.loaded.manifest;
     if (!this.versions.has(id)) this.versions.set(id, new Map());
     this.versions.get(id)!.set(version, agent);
+  }
+
+  /** Stops listing `id@version` in this process (a yank), keeping its manifest for royalties; a version not listed is left as it is. */
+  unlist(id: string, version: string): void {
+    const versions = this.versions.get(id);
+    const agent = versions?.get(version);
+    if (!agent) return;
+    this.yanked.set(agentRef(agent.loaded.manifest), agent.loaded.manifest);
+    versions!.delete(version);
+    if (versions!.size === 0) this.versions.delete(id);
   }
 
   /**
@@ -134,12 +151,17 @@ export class Registry {
     }
   }
 
-  /** Builds the catalogue from `gateway_agents` (listed versions only). Throws when a stored manifest is no longer valid. */
+  /**
+   * Builds the catalogue from `gateway_agents`: listed versions, and yanked published ones for
+   * royalties only. Throws when a stored manifest is no longer valid.
+   */
   static async fromDatabase(db: Knex): Promise<Registry> {
     const registry = new Registry();
-    for (const row of await db('gateway_agents').where({ listed: true }).orderBy(['id', 'version'])) {
+    for (const row of await db('gateway_agents').where({ listed: true }).orWhere({ published: true }).orderBy(['id', 'version'])) {
       const document = typeof row.manifest === 'string' ? JSON.parse(row.manifest) : row.manifest;
-      registry.add({ document, loaded: validateManifest(document), dir: row.published ? null : row.source, published: row.published });
+      const loaded = validateManifest(document);
+      if (row.listed) registry.list({ document, loaded, dir: row.published ? null : row.source, published: row.published });
+      else registry.yanked.set(agentRef(loaded.manifest), loaded.manifest);
     }
     return registry;
   }

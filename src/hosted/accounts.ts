@@ -70,7 +70,7 @@ export function sandboxMandate(handle: string, total_micros: Micros, fx: Record<
 /**
  * Creates an account (the account row, its starter mandate, a human key that does not expire,
  * an `ask_in_client` agent key) and its sign-up credit, in one transaction. Throws 422
- * `invalid_request` / `handle_reserved`, 409 `handle_taken` / `email_taken`, 503/502 when the
+ * `invalid_request` / `handle_reserved`, 409 `handle_taken` / `email_taken`, 403 `email_disabled`, 503/502 when the
  * credit cannot be posted (then nothing is kept).
  */
 export async function signUp(deps: AccountDeps, request: { handle: string; email: string }): Promise<SignupResult> {
@@ -88,7 +88,8 @@ export async function signUp(deps: AccountDeps, request: { handle: string; email
 
 /**
  * Writes an account's row and starter mandate inside `trx`. Throws 409 `handle_taken` when the
- * handle is an account or a mandate namespace already, `email_taken` when the email is.
+ * handle is an account or a mandate namespace already, `email_taken` when the email is, 403
+ * `email_disabled` when the email is a disabled account's.
  */
 export async function createAccountRows(
   trx: Knex.Transaction,
@@ -98,9 +99,10 @@ export async function createAccountRows(
   const { handle, email } = account;
   if (await trx('hosted_accounts').where({ handle }).first('handle')) throw new HttpError(409, 'handle_taken', `the handle "${handle}" is taken: choose another`);
   if (await trx('gateway_mandates').where('id', 'like', `${handle}/%`).first('id')) throw new HttpError(409, 'handle_taken', `the handle "${handle}" is taken: choose another`);
-  if (email !== null && (await trx('hosted_accounts').where({ email }).first('handle'))) {
-    throw new HttpError(409, 'email_taken', `an account with the email ${email} exists: sign in with GitHub to link it`);
-  }
+  const holder = email === null ? undefined : await trx('hosted_accounts').where({ email }).first('disabled_at');
+  // A disabled account keeps its email, so that email never gets a way back in (gateway §7 "Moderation").
+  if (holder && holder.disabled_at !== null) throw new HttpError(403, 'email_disabled', `the email ${email} belongs to a disabled account: it cannot sign up again`);
+  if (holder) throw new HttpError(409, 'email_taken', `an account with the email ${email} exists: sign in with GitHub to link it`);
   await trx('hosted_accounts').insert({
     handle,
     email,

@@ -36,4 +36,12 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   'create-key': ['human'],
   'revoke-key': ['human'],
   'admin-credit': ['admin'],
+  // Publishing, earnings (the author's human key) and moderation (the operator), gateway §7.
+  'publish-agent': ['human'],
+  'yank-agent': ['human'],
+  'my-agents': ['human'],
+  'admin-list-accounts': ['admin'],
+  'admin-disable-account': ['admin'],
+  'admin-yank-agent': ['admin'],
+  'admin-log': ['admin'],
 };

@@ -24,6 +24,9 @@ import { OPERATION_PRINCIPALS } from './policy.ts';
 import { requirePrincipal, type Principal } from './principal.ts';
 import { inScope, mandatesInScope, requireScope } from './scope.ts';
 import { idempotentCall } from './idempotency.ts';
+import { myAgents, type EarningsDeps } from './earnings.ts';
+import { disableAccount, listAccounts, readLog, yankByOperator } from './moderation.ts';
+import { publishVersion, yankByAuthor, type PublishDeps } from './publish.ts';
 
 /** What the hosted handlers need. */
 export interface HostedRouteDeps extends AccountDeps {
@@ -33,6 +36,10 @@ export interface HostedRouteDeps extends AccountDeps {
   github: GithubHandlers;
   /** Counts one sign-up from the request's address; throws 429 past the bound. */
   limitSignup: (ctx: Koa.Context) => Promise<void>;
+  /** Publishing, yanks and moderation (`publish.ts`, `moderation.ts`). */
+  publish: PublishDeps;
+  /** The author's view (`earnings.ts`). */
+  earnings: EarningsDeps;
 }
 
 /** An account's figures as `AccountBalance`; null when the binding has no account for it. */
@@ -207,6 +214,30 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       const { account: _account, ...view } = keyView(row);
       return view;
     },
+
+    'publish-agent': async ({ body }: OperationRequest<'publish-agent'>, ctx, principal) => {
+      const published = await publishVersion(deps.publish, (principal as Extract<Principal, { kind: 'human' }>).account, body);
+      ctx.status = 201;
+      return published;
+    },
+
+    'yank-agent': async ({ params }: OperationRequest<'yank-agent'>, _ctx, principal) => {
+      const account = (principal as Extract<Principal, { kind: 'human' }>).account;
+      // Anyone else's version answers as if it did not exist (gateway §7 "Principals").
+      if (params.ns !== account) throw new HttpError(404, 'no_such_agent', `there is no published version ${params.ns}/${params.name}@${params.version}`);
+      return yankByAuthor(deps.publish, account, `${params.ns}/${params.name}`, params.version);
+    },
+
+    'my-agents': async (_request, _ctx, principal) => myAgents(deps.earnings, (principal as Extract<Principal, { kind: 'human' }>).account),
+
+    'admin-list-accounts': async ({ query }: OperationRequest<'admin-list-accounts'>) => ({ accounts: await listAccounts(db, query.q, query.limit ?? 50) }),
+
+    'admin-disable-account': async ({ params, body }: OperationRequest<'admin-disable-account'>) =>
+      disableAccount(deps.publish, params.handle, body.reason, body.yank_agents ?? false),
+
+    'admin-yank-agent': async ({ params, body }: OperationRequest<'admin-yank-agent'>) => yankByOperator(deps.publish, `${params.ns}/${params.name}`, params.version, body.reason),
+
+    'admin-log': async ({ query }: OperationRequest<'admin-log'>) => ({ entries: await readLog(db, query.limit ?? 100, query.before) }),
 
     'admin-credit': async ({ body }: OperationRequest<'admin-credit'>) => {
       const credited = await adminCredit(deps, body.account, parseMoney(body.amount, 'amount'));

@@ -16,6 +16,9 @@ import { interruptRunningClaims } from './idempotency.ts';
 import { principalMiddleware, principalOf, requirePrincipal, type Principal } from './principal.ts';
 import { hostedHandlers } from './routes.ts';
 import { readSettings, type HostedSettings } from './settings.ts';
+import { HttpError } from '../http/errors.ts';
+import type { EarningsDeps } from './earnings.ts';
+import type { PublishDeps } from './publish.ts';
 
 /** Options of {@link startHostedGateway}. */
 export interface HostedGatewayOptions {
@@ -35,6 +38,8 @@ export interface HostedGatewayOptions {
   exclude?: readonly string[];
   /** What stops the process when the database failed (default: log and exit 1). */
   stop?: (error: unknown) => void;
+  /** Hooks of publishing (gateway §7 "Publishing agents"); default {@link PENDING_PUBLISHING_HOOKS}. */
+  publishing?: Partial<PublishingHooks>;
   /** Port of `agents/host.mjs` (default `HOLON_AGENTS_PORT`, else 4300); null: do not start it. */
   agents_host_port?: number | null;
   /**
@@ -44,6 +49,23 @@ export interface HostedGatewayOptions {
   allowed_hosts?: readonly string[];
   logger?: Logger;
 }
+
+/** What the hosted layer wires into publishing and the author's view from other modules. */
+export type PublishingHooks = Pick<PublishDeps, 'checkEndpoint' | 'onPublished'> & Pick<EarningsDeps, 'evaluationsOf' | 'credentialSet'>;
+
+/**
+ * The hooks until their modules are merged: the public-address check of endpoints (network
+ * safety) refuses every endpoint, so publishing fails closed (503); no evaluation runs; no
+ * evaluation results; no credential is ever set.
+ */
+export const PENDING_PUBLISHING_HOOKS: PublishingHooks = {
+  checkEndpoint: async () => {
+    throw new HttpError(503, 'endpoint_check_unavailable', 'this gateway cannot check that an endpoint resolves only to public addresses yet, so it publishes nothing; calls to listed agents keep being served');
+  },
+  onPublished: () => undefined,
+  evaluationsOf: async () => [],
+  credentialSet: async () => false,
+};
 
 /** The agent directories `HOLON_REGISTRY` names, `agents` by default: the demo agents of `examples/` are never listed unless added. */
 export function registryDirs(): string[] {
@@ -57,7 +79,12 @@ const mcpNeedsAgentKey: Koa.Middleware = async (ctx, next) => {
 };
 
 /** The hosted layer over a ready gateway. */
-export async function hostedExtension(parts: GatewayParts, settings: HostedSettings, stop: (error: unknown) => void): Promise<GatewayAppExtension> {
+export async function hostedExtension(
+  parts: GatewayParts,
+  settings: HostedSettings,
+  stop: (error: unknown) => void,
+  hooks: PublishingHooks = PENDING_PUBLISHING_HOOKS,
+): Promise<GatewayAppExtension> {
   const db = parts.database.knex;
   await interruptRunningClaims(db);
   const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
@@ -69,7 +96,13 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
   };
-  const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup };
+  const routeDeps = {
+    ...deps,
+    github: githubSignIn(deps, settings),
+    limitSignup: limits.signup,
+    publish: { db, registry: parts.registry, github: settings.github, checkEndpoint: hooks.checkEndpoint, onPublished: hooks.onPublished, logger: parts.logger },
+    earnings: { db, evaluationsOf: hooks.evaluationsOf, credentialSet: hooks.credentialSet },
+  };
   return {
     middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
@@ -116,7 +149,7 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     agents_host_port: options.agents_host_port,
     allowed_hosts: [...(options.allowed_hosts ?? allowedHostsFromEnv()), ...(settings.public_url ? [settings.public_url] : [])],
     logger,
-    extend: (parts) => hostedExtension(parts, settings, (error) => closing || stop(error)),
+    extend: (parts) => hostedExtension(parts, settings, (error) => closing || stop(error), { ...PENDING_PUBLISHING_HOOKS, ...options.publishing }),
   });
   return {
     ...running,

@@ -59,6 +59,9 @@ const listing = z.looseObject({
   cost_per_success: money.nullable(),
   allowed: z.enum(['allow', 'approve', 'deny']).nullable(),
   reason: z.string().nullable(),
+  license: z.string(),
+  proprietary: z.boolean(),
+  published: z.boolean(),
 });
 
 /** `search_agents`: the session mandate and the ranked agents. */

@@ -2,7 +2,9 @@
  * A local stand-in of GitHub's OAuth web flow and user API, for sign-in tests: the three calls
  * the gateway makes (`POST /login/oauth/access_token`, `GET /user`, `GET /user/emails`). A test
  * registers an authorization code for a user; the stand-in trades it once for a token, checks
- * the client id and secret, and answers the user for that token.
+ * the client id and secret, and answers the user for that token. For publishing, the two public
+ * reads (no token): `GET /repos/{owner}/{repo}` (404 for an unknown or private repository, as
+ * GitHub answers an anonymous caller) and `GET /orgs/{org}/public_members/{login}` (204 or 404).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,8 +17,21 @@ export interface StandinUser {
   emails: Array<{ email: string; primary: boolean; verified: boolean }>;
 }
 
+/** A repository as the stand-in serves it; `owner` is a user (by id and login) or an organisation. */
+export interface StandinRepository {
+  owner: { id: number; login: string; type: 'User' | 'Organization' };
+  name: string;
+  private: boolean;
+}
+
 /** A running stand-in. */
 export interface GithubStandin {
+  /** Adds (or replaces) a repository. */
+  addRepository(repository: StandinRepository): void;
+  /** Makes `login` a member of organisation `org`, publicly listed or not. */
+  addOrgMember(org: string, login: string, listed_publicly: boolean): void;
+  /** Answers every request with this status while set (GitHub down), or normally when null. */
+  failWith: number | null;
   url: string;
   client_id: string;
   client_secret: string;
@@ -32,6 +47,9 @@ export async function startGithubStandin(): Promise<GithubStandin> {
   const codes = new Map<string, StandinUser>();
   const byToken = new Map<string, StandinUser>();
   const tokens: string[] = [];
+  const repositories = new Map<string, StandinRepository>();
+  const publicMembers = new Set<string>();
+  const state: { failWith: number | null } = { failWith: null };
   const client_id = 'standin-client';
   const client_secret = 'standin-secret';
   const server: Server = createServer((req, res) => {
@@ -42,6 +60,19 @@ export async function startGithubStandin(): Promise<GithubStandin> {
     let text = '';
     req.on('data', (chunk) => (text += chunk));
     req.on('end', () => {
+      if (state.failWith !== null) return answer(state.failWith, { message: 'Service unavailable' });
+      const repo = /^\/repos\/([^/]+)\/([^/]+)$/.exec(req.url ?? '');
+      if (req.method === 'GET' && repo) {
+        const found = repositories.get(`${decodeURIComponent(repo[1])}/${decodeURIComponent(repo[2])}`.toLowerCase());
+        if (!found || found.private) return answer(404, { message: 'Not Found' });
+        return answer(200, { name: found.name, full_name: `${found.owner.login}/${found.name}`, private: false, visibility: 'public', owner: found.owner });
+      }
+      const member = /^\/orgs\/([^/]+)\/public_members\/([^/]+)$/.exec(req.url ?? '');
+      if (req.method === 'GET' && member) {
+        if (!publicMembers.has(`${decodeURIComponent(member[1])}/${decodeURIComponent(member[2])}`.toLowerCase())) return answer(404, { message: 'Not Found' });
+        res.writeHead(204);
+        return res.end();
+      }
       if (req.method === 'POST' && req.url === '/login/oauth/access_token') {
         const body = JSON.parse(text || '{}');
         const user = codes.get(body.code);
@@ -66,6 +97,18 @@ export async function startGithubStandin(): Promise<GithubStandin> {
     client_id,
     client_secret,
     tokens,
+    get failWith() {
+      return state.failWith;
+    },
+    set failWith(status: number | null) {
+      state.failWith = status;
+    },
+    addRepository(repository) {
+      repositories.set(`${repository.owner.login}/${repository.name}`.toLowerCase(), repository);
+    },
+    addOrgMember(org, login, listed_publicly) {
+      if (listed_publicly) publicMembers.add(`${org}/${login}`.toLowerCase());
+    },
     authorize(user) {
       const code = randomUUID();
       codes.set(code, user);
@@ -73,4 +116,29 @@ export async function startGithubStandin(): Promise<GithubStandin> {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** The hosted gateway's GitHub setting pointing at `github` (both base URLs are the stand-in's). */
+export function standinSettings(github: GithubStandin) {
+  return { github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } };
+}
+
+/**
+ * Signs `user` in through the gateway at `http` and the stand-in (the browser's three steps:
+ * start, GitHub's callback with the cookie, the code exchange); answers the handle and human key.
+ */
+export async function signInWithStandin(
+  http: { get(path: string): any; post(path: string): any },
+  github: GithubStandin,
+  user: StandinUser,
+): Promise<{ handle: string; human: string }> {
+  const started = await http.get('/v0/auth/github');
+  const state = new URL(started.headers.location).searchParams.get('state')!;
+  const cookie = (started.headers['set-cookie'] as string[])[0].split(';')[0];
+  const back = await http.get(`/v0/auth/github/callback?code=${github.authorize(user)}&state=${state}`).set('cookie', cookie);
+  const fragment = String(back.headers.location);
+  if (!fragment.startsWith('/console#login=')) throw new Error(`sign-in of ${user.login} failed: ${fragment}`);
+  const exchanged = await http.post('/v0/auth/exchange').send({ code: fragment.slice('/console#login='.length) });
+  if (exchanged.status !== 200) throw new Error(`exchange for ${user.login}: ${exchanged.status} ${JSON.stringify(exchanged.body)}`);
+  return { handle: exchanged.body.handle, human: exchanged.body.human_key.key };
 }

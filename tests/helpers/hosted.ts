@@ -9,7 +9,7 @@ import pino, { type Logger } from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import type { RunningGateway } from '../../src/gateway/server.ts';
-import { startHostedGateway } from '../../src/hosted/server.ts';
+import { startHostedGateway, type PublishingHooks } from '../../src/hosted/server.ts';
 import { readSettings, type HostedSettings } from '../../src/hosted/settings.ts';
 import { FIXTURE_AGENTS, freshStore } from './gateway.ts';
 
@@ -42,7 +42,13 @@ export const uniqueAccount = (prefix = 'h'): string => `${prefix}-${randomUUID()
 
 /** Starts a hosted gateway for tests; `settings` override the defaults above. */
 export async function startTestHosted(
-  options: { store?: { db: string; database_url?: string }; settings?: Partial<HostedSettings>; logger?: Logger; stop?: (error: unknown) => void } = {},
+  options: {
+    store?: { db: string; database_url?: string };
+    settings?: Partial<HostedSettings>;
+    logger?: Logger;
+    stop?: (error: unknown) => void;
+    publishing?: Partial<PublishingHooks>;
+  } = {},
 ): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
   // Generous rate limits unless a test sets its own: every test request comes from 127.0.0.1.
@@ -56,6 +62,7 @@ export async function startTestHosted(
     exclude: [],
     agents_host_port: null,
     stop: options.stop,
+    publishing: options.publishing,
     logger: options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
   });
   const http = supertest(running.server);

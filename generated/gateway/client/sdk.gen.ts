@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SignupData, SignupErrors, SignupResponses } from './types.gen.js';
+import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, AdminDisableAccountData, AdminDisableAccountErrors, AdminDisableAccountResponses, AdminListAccountsData, AdminListAccountsErrors, AdminListAccountsResponses, AdminLogData, AdminLogErrors, AdminLogResponses, AdminYankAgentData, AdminYankAgentErrors, AdminYankAgentResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, MyAgentsData, MyAgentsErrors, MyAgentsResponses, PublishAgentData, PublishAgentErrors, PublishAgentResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SignupData, SignupErrors, SignupResponses, YankAgentData, YankAgentErrors, YankAgentResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -38,6 +38,21 @@ export const searchAgents = <ThrowOnError extends boolean = false>(options?: Opt
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/agents',
     ...options
+});
+
+/**
+ * Publish a version of one of your agents (gateway §7 "Publishing agents")
+ *
+ * Human key; the body is the manifest as JSON. Listed at once when every condition holds, checked in this order (the first refusal answers, nothing is stored): a GitHub app is configured (else 503 `publishing_off`); the account is linked to GitHub (403 `github_link_required`); the manifest is valid (422 `invalid_manifest`, `invalid_schema`); its `id` is in your namespace (403 `not_your_namespace`); `runtime.kind` is `mcp` or `webhook` (422 `runtime_not_publishable`); `runtime.endpoint` is https without credentials (422 `endpoint_refused`); a fork names a listed version, its chain is at most 8 levels and does not loop (422 `invalid_lineage`); the version was never published, yanked ones included (409 `version_exists`); the account has fewer than 1,000 versions (422 `too_many_versions`); an open-source agent's `source.repository` is a public GitHub repository of your GitHub account or of an organisation listing you as a public member (422 `source_required`, `source_not_github`, `source_not_public`; 403 `source_not_yours`; 503 `github_unavailable`), a `proprietary` one is not checked and is labelled as such wherever it is listed; the endpoint resolves only to public addresses (422 `endpoint_not_public`). Versions are immutable. Once listed, the version is evaluated in the background.
+ */
+export const publishAgent = <ThrowOnError extends boolean = false>(options: Options<PublishAgentData, ThrowOnError>) => (options.client ?? client).post<PublishAgentResponses, PublishAgentErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/agents',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**
@@ -286,4 +301,78 @@ export const adminCredit = <ThrowOnError extends boolean = false>(options: Optio
         'Content-Type': 'application/json',
         ...options.headers
     }
+});
+
+/**
+ * Yank a version you published (gateway §7 "Publishing agents")
+ *
+ * Human key. The version stops being listed at once; its number is never freed, and forks of it keep paying it royalties. Anyone else's version, or a shipped agent, answers 404.
+ */
+export const yankAgent = <ThrowOnError extends boolean = false>(options: Options<YankAgentData, ThrowOnError>) => (options.client ?? client).delete<YankAgentResponses, YankAgentErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/agents/{ns}/{name}@{version}',
+    ...options
+});
+
+/**
+ * Your published versions, evaluations and earnings (gateway §7 "Earnings")
+ *
+ * Human key. Every version you published, newest first, yanked ones included: its evaluations, whether an endpoint credential is set, and what it earned, computed from the journal: your share of each paid call (after the platform fee and the royalty your version pays upstream) and the royalties it received from forks (less what it paid further up), exact to the micro-unit, in EUR.
+ */
+export const myAgents = <ThrowOnError extends boolean = false>(options?: Options<MyAgentsData, ThrowOnError>) => (options?.client ?? client).get<MyAgentsResponses, MyAgentsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/me/agents',
+    ...options
+});
+
+/**
+ * List accounts (gateway §7 "Moderation")
+ *
+ * Admin key. Accounts whose handle, email or GitHub login contains `q` (case-insensitive), by handle.
+ */
+export const adminListAccounts = <ThrowOnError extends boolean = false>(options?: Options<AdminListAccountsData, ThrowOnError>) => (options?.client ?? client).get<AdminListAccountsResponses, AdminListAccountsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/admin/accounts',
+    ...options
+});
+
+/**
+ * Disable an account (gateway §7 "Moderation")
+ *
+ * Admin key. Every key of the account is revoked at once, its email and GitHub account can never sign up or sign in again; with `yank_agents: true` each of its listed versions is yanked. One transaction, logged with its reason.
+ */
+export const adminDisableAccount = <ThrowOnError extends boolean = false>(options: Options<AdminDisableAccountData, ThrowOnError>) => (options.client ?? client).post<AdminDisableAccountResponses, AdminDisableAccountErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/admin/accounts/{handle}/disable',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Withdraw a published version (gateway §7 "Moderation")
+ *
+ * Admin key. The version stops being listed; its number is never freed. Logged with its reason. Agents shipped with the gateway are not moderated: 422 `not_moderated`.
+ */
+export const adminYankAgent = <ThrowOnError extends boolean = false>(options: Options<AdminYankAgentData, ThrowOnError>) => (options.client ?? client).post<AdminYankAgentResponses, AdminYankAgentErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/admin/agents/{ns}/{name}@{version}/yank',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * The moderation log (gateway §7 "Moderation")
+ *
+ * Admin key. Every moderation action with its reason, newest first. Append-only: the database refuses any change or deletion of an entry.
+ */
+export const adminLog = <ThrowOnError extends boolean = false>(options?: Options<AdminLogData, ThrowOnError>) => (options?.client ?? client).get<AdminLogResponses, AdminLogErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/admin/log',
+    ...options
 });

@@ -583,6 +583,18 @@ export type AgentListing = {
      */
     allowed: 'allow' | 'approve' | 'deny' | null;
     reason: string | null;
+    /**
+     * The manifest's `license`: an SPDX expression, or `proprietary`.
+     */
+    license: string;
+    /**
+     * True for a `proprietary` agent: no code was checked (gateway §7 "Publishing agents").
+     */
+    proprietary: boolean;
+    /**
+     * Published by an author (runs on the author's server), as opposed to shipped with the gateway.
+     */
+    published: boolean;
 };
 
 /**
@@ -590,6 +602,14 @@ export type AgentListing = {
  */
 export type AgentRecord = {
     manifest: Manifest;
+    /**
+     * True for a `proprietary` agent: no code was checked (gateway §7 "Publishing agents").
+     */
+    proprietary: boolean;
+    /**
+     * Published by an author, as opposed to shipped with the gateway.
+     */
+    published: boolean;
     versions: Array<string>;
     measured: {
         runs: number;
@@ -638,6 +658,93 @@ export type SettlementIntent = {
     attempts: number;
     last_error: string | null;
     next_attempt_at: string | null;
+    created_at: string;
+};
+
+/**
+ * A published version (gateway §7 "Publishing agents").
+ */
+export type Publication = {
+    /**
+     * `ns/name@x.y.z`.
+     */
+    agent: string;
+    id: string;
+    version: string;
+    license: string;
+    /**
+     * A `proprietary` agent: no code was checked; labelled as such wherever it is listed.
+     */
+    proprietary: boolean;
+    listed: boolean;
+    published_at: string;
+    yanked_at: string | null;
+    yanked_by: 'author' | 'operator' | null;
+    yank_reason: string | null;
+};
+
+export type MyAgentVersion = Publication & {
+    /**
+     * Whether an endpoint credential is set for this agent (never the credential).
+     */
+    credential_set: boolean;
+    /**
+     * Evaluation results: public cases in detail, hidden cases as pass/fail only.
+     */
+    evaluations: Array<{
+        [key: string]: unknown;
+    }>;
+    earned: {
+        /**
+         * Paid calls of this version.
+         */
+        calls: number;
+        share: Money;
+        royalties: Money;
+        total: Money;
+    };
+};
+
+export type MyAgents = {
+    currency: 'EUR';
+    versions: Array<MyAgentVersion>;
+    total: Money;
+};
+
+export type AdminAccount = {
+    handle: string;
+    email: string | null;
+    github_login: string | null;
+    disabled: boolean;
+    disabled_at: string | null;
+    created_at: string;
+    listed_versions: number;
+};
+
+export type DisableRequest = {
+    reason: string;
+    yank_agents?: boolean;
+};
+
+export type DisableResult = {
+    handle: string;
+    disabled: true;
+    keys_revoked: number;
+    yanked: Array<string>;
+};
+
+export type YankRequest = {
+    reason: string;
+};
+
+export type ModerationEntry = {
+    id: number;
+    action: 'disable_account' | 'yank_agent';
+    target: string;
+    reason: string;
+    detail: {
+        [key: string]: unknown;
+    };
     created_at: string;
 };
 
@@ -768,6 +875,51 @@ export type SearchAgentsResponses = {
 };
 
 export type SearchAgentsResponse = SearchAgentsResponses[keyof SearchAgentsResponses];
+
+export type PublishAgentData = {
+    body: Manifest;
+    path?: never;
+    query?: never;
+    url: '/v0/agents';
+};
+
+export type PublishAgentErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * `wrong_principal`, `github_link_required`, `not_your_namespace` or `source_not_yours`.
+     */
+    403: ErrorBody;
+    /**
+     * `version_exists`: this version was published before (a yanked number is never reused).
+     */
+    409: ErrorBody;
+    /**
+     * The manifest or its endpoint, lineage or source is refused; the code names which (see above).
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * `publishing_off` (no GitHub app configured) or `github_unavailable`; nothing was published.
+     */
+    503: ErrorBody;
+};
+
+export type PublishAgentError = PublishAgentErrors[keyof PublishAgentErrors];
+
+export type PublishAgentResponses = {
+    /**
+     * The version is listed.
+     */
+    201: Publication;
+};
+
+export type PublishAgentResponse = PublishAgentResponses[keyof PublishAgentResponses];
 
 export type ReadAgentData = {
     body?: never;
@@ -1207,6 +1359,10 @@ export type SignupErrors = {
      */
     401: ErrorBody;
     /**
+     * `email_disabled`: the email belongs to a disabled account (gateway §7 "Moderation").
+     */
+    403: ErrorBody;
+    /**
      * `handle_taken` or `email_taken`.
      */
     409: ErrorBody;
@@ -1567,3 +1723,294 @@ export type AdminCreditResponses = {
 };
 
 export type AdminCreditResponse = AdminCreditResponses[keyof AdminCreditResponses];
+
+export type YankAgentData = {
+    body?: never;
+    path: {
+        /**
+         * Your namespace.
+         */
+        ns: string;
+        /**
+         * The agent's name.
+         */
+        name: string;
+        /**
+         * The exact version.
+         */
+        version: string;
+    };
+    query?: never;
+    url: '/v0/agents/{ns}/{name}@{version}';
+};
+
+export type YankAgentErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * `already_yanked`.
+     */
+    409: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+};
+
+export type YankAgentError = YankAgentErrors[keyof YankAgentErrors];
+
+export type YankAgentResponses = {
+    /**
+     * The yanked version.
+     */
+    200: Publication;
+};
+
+export type YankAgentResponse = YankAgentResponses[keyof YankAgentResponses];
+
+export type MyAgentsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v0/me/agents';
+};
+
+export type MyAgentsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+};
+
+export type MyAgentsError = MyAgentsErrors[keyof MyAgentsErrors];
+
+export type MyAgentsResponses = {
+    /**
+     * Your versions and what they earned.
+     */
+    200: MyAgents;
+};
+
+export type MyAgentsResponse = MyAgentsResponses[keyof MyAgentsResponses];
+
+export type AdminListAccountsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Text to find in the handle, email or GitHub login.
+         */
+        q?: string;
+        /**
+         * How many accounts, 1 to 500 (default 50).
+         */
+        limit?: number;
+    };
+    url: '/v0/admin/accounts';
+};
+
+export type AdminListAccountsErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * `invalid_request`: a `limit` outside 1..500 or a `q` over 254 characters.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+};
+
+export type AdminListAccountsError = AdminListAccountsErrors[keyof AdminListAccountsErrors];
+
+export type AdminListAccountsResponses = {
+    /**
+     * The accounts.
+     */
+    200: {
+        accounts: Array<AdminAccount>;
+    };
+};
+
+export type AdminListAccountsResponse = AdminListAccountsResponses[keyof AdminListAccountsResponses];
+
+export type AdminDisableAccountData = {
+    body: DisableRequest;
+    path: {
+        /**
+         * The account's handle.
+         */
+        handle: string;
+    };
+    query?: never;
+    url: '/v0/admin/accounts/{handle}/disable';
+};
+
+export type AdminDisableAccountErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * `account_disabled`: it was disabled already.
+     */
+    409: ErrorBody;
+    /**
+     * `invalid_request`: no reason, or one over 1000 characters.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+};
+
+export type AdminDisableAccountError = AdminDisableAccountErrors[keyof AdminDisableAccountErrors];
+
+export type AdminDisableAccountResponses = {
+    /**
+     * The account is disabled.
+     */
+    200: DisableResult;
+};
+
+export type AdminDisableAccountResponse = AdminDisableAccountResponses[keyof AdminDisableAccountResponses];
+
+export type AdminYankAgentData = {
+    body: YankRequest;
+    path: {
+        /**
+         * The namespace.
+         */
+        ns: string;
+        /**
+         * The agent's name.
+         */
+        name: string;
+        /**
+         * The exact version.
+         */
+        version: string;
+    };
+    query?: never;
+    url: '/v0/admin/agents/{ns}/{name}@{version}/yank';
+};
+
+export type AdminYankAgentErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * `already_yanked`.
+     */
+    409: ErrorBody;
+    /**
+     * `not_moderated` (a shipped agent), or `invalid_request` (no reason).
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+};
+
+export type AdminYankAgentError = AdminYankAgentErrors[keyof AdminYankAgentErrors];
+
+export type AdminYankAgentResponses = {
+    /**
+     * The yanked version.
+     */
+    200: Publication;
+};
+
+export type AdminYankAgentResponse = AdminYankAgentResponses[keyof AdminYankAgentResponses];
+
+export type AdminLogData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * How many entries, 1 to 500 (default 100).
+         */
+        limit?: number;
+        /**
+         * Only entries older than this entry id (the next page).
+         */
+        before?: number;
+    };
+    url: '/v0/admin/log';
+};
+
+export type AdminLogErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * `invalid_request`: a `limit` outside 1..500.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+};
+
+export type AdminLogError = AdminLogErrors[keyof AdminLogErrors];
+
+export type AdminLogResponses = {
+    /**
+     * The log entries.
+     */
+    200: {
+        entries: Array<ModerationEntry>;
+    };
+};
+
+export type AdminLogResponse = AdminLogResponses[keyof AdminLogResponses];

@@ -1,0 +1,128 @@
+/**
+ * Earnings (gateway §7 "Earnings", `GET /v0/me/agents`, `holon earnings`): the author's published
+ * versions, their evaluations, whether an endpoint credential is set, and what each version
+ * earned, computed from the journal: the settlements the gateway posted through the clearing seam
+ * (outbox rows `posted`, one journal entry each under its transaction id). A paid call is the
+ * entry `settle:<work>` (payer → the called version's author: `rate`, the charge less the
+ * platform fee) and one entry `royalty:<work>:<k>` per level of its fork chain (level k-1's author
+ * → level k's: its royalty, memo `royalty to <ns/name@x.y.z>`). A version's share is what its
+ * author received as level 0 less the royalty it paid upstream; its royalties are what it
+ * received as an upstream level less what it paid further up. Exact in integer micro-units.
+ */
+import type { Knex } from 'knex';
+import { formatMoney, type Micros } from '../contracts/money.ts';
+import { publicationView, type PublicationView } from './publish.ts';
+
+/** What the author's view needs besides the database; both hooks are wired at the composition root. */
+export interface EarningsDeps {
+  db: Knex;
+  /** The evaluation results of `ns/name@x.y.z` (public cases in detail, hidden as pass/fail); none until the evaluation runner is wired. */
+  evaluationsOf: (agent: string) => Promise<unknown[]>;
+  /** Whether the author set an endpoint credential for agent `ns/name` (never the credential itself). */
+  credentialSet: (id: string) => Promise<boolean>;
+}
+
+/** What one version earned, in micro-units. */
+export interface Earned {
+  /** Paid calls of this version (settlements it received as the called agent). */
+  calls: number;
+  share_micros: Micros;
+  royalties_micros: Micros;
+}
+
+/** The prefix of a royalty settlement's memo, before the upstream version it pays (`src/gateway/lifecycle.ts`). */
+const ROYALTY_MEMO = 'royalty to ';
+
+/** One posted settlement of a paid call: who received it, for which version, and at which level of the chain. */
+interface Level {
+  level: number;
+  agent: string;
+  account: string;
+  received_micros: Micros;
+}
+
+/** The levels of one paid call from its posted settlements (`settle:` is level 0, `royalty:…:<k>` level k). */
+function levelsOf(intents: Array<{ txn_id: string; body: Record<string, any> }>): Level[] {
+  return intents
+    .map(({ txn_id, body }) => {
+      if (txn_id.startsWith('settle:')) return { level: 0, agent: body.memo as string, account: body.owner as string, received_micros: Number(body.rate) };
+      const level = Number(txn_id.slice(txn_id.lastIndexOf(':') + 1));
+      return { level, agent: (body.memo as string).slice(ROYALTY_MEMO.length), account: body.owner as string, received_micros: Number(body.retail) };
+    })
+    .sort((a, b) => a.level - b.level);
+}
+
+/**
+ * What each version of `account`'s agents earned, by `ns/name@x.y.z`, from the posted settlements
+ * of every paid call in which `account` received money.
+ */
+export async function earningsOf(db: Knex, account: string): Promise<Map<string, Earned>> {
+  const rows = await db('gateway_settlement_intents')
+    .where({ operation: 'settle', status: 'posted' })
+    .whereIn('receipt', db('gateway_settlement_intents').where({ operation: 'settle', status: 'posted' }).whereRaw(`body->>'owner' = ?`, [account]).select('receipt'))
+    .orderBy('receipt')
+    .select('receipt', 'txn_id', 'body');
+  const byReceipt = new Map<string, Array<{ txn_id: string; body: Record<string, any> }>>();
+  for (const row of rows) {
+    const body = typeof row.body === 'string' ? JSON.parse(row.body) : row.body;
+    if (!byReceipt.has(row.receipt)) byReceipt.set(row.receipt, []);
+    byReceipt.get(row.receipt)!.push({ txn_id: row.txn_id, body });
+  }
+  const earned = new Map<string, Earned>();
+  for (const intents of byReceipt.values()) {
+    const levels = levelsOf(intents);
+    levels.forEach((level, index) => {
+      if (level.account !== account) return;
+      const upstream = levels[index + 1];
+      const paid_micros = upstream && upstream.level === level.level + 1 ? upstream.received_micros : 0;
+      const figures = earned.get(level.agent) ?? { calls: 0, share_micros: 0, royalties_micros: 0 };
+      const net_micros = level.received_micros - paid_micros;
+      if (level.level === 0) {
+        figures.calls += 1;
+        figures.share_micros += net_micros;
+      } else {
+        figures.royalties_micros += net_micros;
+      }
+      earned.set(level.agent, figures);
+    });
+  }
+  return earned;
+}
+
+/** One version in the author's view (`MyAgentVersion` of `openapi/gateway.yaml`). */
+export interface MyVersion extends PublicationView {
+  credential_set: boolean;
+  evaluations: unknown[];
+  earned: { calls: number; share: string; royalties: string; total: string };
+}
+
+/** The author's view: every version it published (yanked ones included), newest first, and the total earned. */
+export async function myAgents(deps: EarningsDeps, account: string): Promise<{ currency: 'EUR'; versions: MyVersion[]; total: string }> {
+  const { db } = deps;
+  const rows = await db('hosted_publications as p')
+    .join('gateway_agents as g', function joinVersion() {
+      this.on('g.id', 'p.id').andOn('g.version', 'p.version');
+    })
+    .where('p.account', account)
+    .orderBy([{ column: 'p.published_at', order: 'desc' }, { column: 'p.id' }, { column: 'p.version', order: 'desc' }])
+    .select('p.*', 'g.manifest');
+  const earned = await earningsOf(db, account);
+  const credentials = new Map<string, boolean>();
+  let total_micros = 0;
+  const versions: MyVersion[] = [];
+  for (const row of rows) {
+    const manifest = typeof row.manifest === 'string' ? JSON.parse(row.manifest) : row.manifest;
+    const view = publicationView(row, manifest.license);
+    if (!credentials.has(view.id)) credentials.set(view.id, await deps.credentialSet(view.id));
+    const figures = earned.get(view.agent) ?? { calls: 0, share_micros: 0, royalties_micros: 0 };
+    const version_micros = figures.share_micros + figures.royalties_micros;
+    total_micros += version_micros;
+    versions.push({
+      ...view,
+      credential_set: credentials.get(view.id)!,
+      evaluations: await deps.evaluationsOf(view.agent),
+      earned: { calls: figures.calls, share: formatMoney(figures.share_micros), royalties: formatMoney(figures.royalties_micros), total: formatMoney(version_micros) },
+    });
+  }
+  return { currency: 'EUR', versions, total: formatMoney(total_micros) };
+}

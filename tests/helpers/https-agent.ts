@@ -1,0 +1,52 @@
+/**
+ * A published agent's server for tests: an https webhook on 127.0.0.1 with a self-signed
+ * certificate made for the run (`openssl`), trusted by this process's fetch only (undici's global
+ * dispatcher with that certificate as its CA). Published endpoints must be https (gateway §7).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Agent, setGlobalDispatcher } from 'undici';
+
+/** A running https webhook agent and the requests it received. */
+export interface HttpsAgent {
+  /** `https://127.0.0.1:<port>`. */
+  url: string;
+  received: Array<{ path: string; headers: IncomingHttpHeaders; body: string }>;
+  close(): Promise<void>;
+}
+
+/** Starts an https webhook answering every POST with `answer(path, body)` as JSON, and trusts its certificate. */
+export async function startHttpsAgent(answer: (path: string, body: unknown) => unknown): Promise<HttpsAgent> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'holon-tls-'));
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+  ], { stdio: 'ignore' });
+  const key = readFileSync(path.join(dir, 'key.pem'));
+  const cert = readFileSync(path.join(dir, 'cert.pem'));
+  rmSync(dir, { recursive: true, force: true });
+  const received: HttpsAgent['received'] = [];
+  const server: Server = createServer({ key, cert }, async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    received.push({ path: req.url ?? '', headers: req.headers, body });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(answer(req.url ?? '', body ? JSON.parse(body) : null)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  setGlobalDispatcher(new Agent({ connect: { ca: cert } }));
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
