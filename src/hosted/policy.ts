@@ -36,4 +36,8 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   'create-key': ['human'],
   'revoke-key': ['human'],
   'admin-credit': ['admin'],
+  // Endpoint credentials and drafts: the namespace owner's human key (another account's namespace is 404).
+  'set-credential': ['human'],
+  'delete-credential': ['human'],
+  'draft-agent': ['human'],
 };

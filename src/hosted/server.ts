@@ -9,6 +9,8 @@ import pino, { type Logger } from 'pino';
 import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
 import { allowedHostsFromEnv } from '../http/host-gate.ts';
+import { endpointAccess, type EndpointAccess } from './endpoints.ts';
+import type { Resolve } from './egress.ts';
 import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
 import { isDatabaseFailure } from './stop.ts';
@@ -43,6 +45,8 @@ export interface HostedGatewayOptions {
    */
   allowed_hosts?: readonly string[];
   logger?: Logger;
+  /** The resolver of authors' endpoint hosts (default: the system's); tests inject a stand-in. */
+  resolve?: Resolve;
 }
 
 /** The agent directories `HOLON_REGISTRY` names, `agents` by default: the demo agents of `examples/` are never listed unless added. */
@@ -57,7 +61,7 @@ const mcpNeedsAgentKey: Koa.Middleware = async (ctx, next) => {
 };
 
 /** The hosted layer over a ready gateway. */
-export async function hostedExtension(parts: GatewayParts, settings: HostedSettings, stop: (error: unknown) => void): Promise<GatewayAppExtension> {
+export async function hostedExtension(parts: GatewayParts, settings: HostedSettings, endpoints: EndpointAccess, stop: (error: unknown) => void): Promise<GatewayAppExtension> {
   const db = parts.database.knex;
   await interruptRunningClaims(db);
   const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
@@ -69,7 +73,7 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
   };
-  const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup };
+  const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup, endpoints };
   return {
     middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
@@ -106,6 +110,7 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
   // A request still failing while the gateway closes (its pool is gone) is the shutdown, not a failed write.
   let closing = false;
   const stop = options.stop ?? exitOnDatabaseFailure(logger);
+  const endpoints = endpointAccess(settings, { resolve: options.resolve });
   const running = await startGateway({
     port: options.port,
     host: options.host,
@@ -116,7 +121,8 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     agents_host_port: options.agents_host_port,
     allowed_hosts: [...(options.allowed_hosts ?? allowedHostsFromEnv()), ...(settings.public_url ? [settings.public_url] : [])],
     logger,
-    extend: (parts) => hostedExtension(parts, settings, (error) => closing || stop(error)),
+    published: endpoints,
+    extend: (parts) => hostedExtension(parts, settings, endpoints, (error) => closing || stop(error)),
   });
   return {
     ...running,
