@@ -73,6 +73,18 @@ export function draftManifest(draft: { id: string; endpoint: string; input: unkn
   };
 }
 
+/** {@link draftManifest}, checked as a manifest; throws 422 `invalid_request` with the manifest's own refusal. */
+function validDraft(draft: Parameters<typeof draftManifest>[0]): Record<string, unknown> {
+  const manifest = draftManifest(draft);
+  try {
+    validateManifest(manifest);
+  } catch (error) {
+    if (!(error instanceof ContractError)) throw error;
+    throw new HttpError(422, 'invalid_request', `invalid request: the draft would not be a valid manifest: ${error.message}`);
+  }
+  return manifest;
+}
+
 /** The handlers of `set-credential`, `delete-credential` and `draft-agent`, each for a human key. */
 export function endpointHandlers(deps: EndpointRouteDeps) {
   const { db, endpoints } = deps;
@@ -95,6 +107,9 @@ export function endpointHandlers(deps: EndpointRouteDeps) {
       const id = ownAgent(principal as Human, account, body.name);
       boundedExample(body.input, 'the example input');
       await endpoints.check(body.endpoint);
+      const fields = { id, endpoint: body.endpoint, input: body.input, summary: body.summary, price: body.price };
+      // Checked before the call with a stand-in answer, so a draft that cannot be valid (e.g. per_run without an amount) calls nobody.
+      validDraft({ ...fields, output: null });
       const credential = endpoints.key === null ? null : await readCredential(db, endpoints.key, id);
       const outcome = await createWebhookRuntime({ fetch: endpoints.fetch }).run({
         target: { id, version: '0.1.0', runtime: { kind: 'webhook', endpoint: body.endpoint } },
@@ -108,13 +123,7 @@ export function endpointHandlers(deps: EndpointRouteDeps) {
       if (outcome.kind === 'failure') throw new HttpError(502, outcome.code, `the example call failed: ${outcome.message}`);
       if (outcome.kind === 'error') throw new HttpError(502, 'agent_error', `the endpoint answered the example with error ${outcome.code} (${outcome.message}): draft from an input it succeeds on`);
       boundedExample(outcome.output, "the endpoint's answer");
-      const manifest = draftManifest({ id, endpoint: body.endpoint, input: body.input, output: outcome.output, summary: body.summary, price: body.price });
-      try {
-        validateManifest(manifest);
-      } catch (error) {
-        if (!(error instanceof ContractError)) throw error;
-        throw new HttpError(422, 'invalid_request', `invalid request: the draft would not be a valid manifest: ${error.message}`);
-      }
+      const manifest = validDraft({ ...fields, output: outcome.output });
       return { manifest, yaml: stringify(manifest) };
     },
   };
