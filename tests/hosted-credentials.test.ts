@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { credentialKey, credentialStatus, openCredential, sealCredential } from '../src/hosted/credentials.ts';
+import { holon, jsonDocuments } from './helpers/cli.ts';
 import { freshStore } from './helpers/gateway.ts';
 import { startTestHosted, type TestAccount, type TestHosted } from './helpers/hosted.ts';
 
@@ -176,6 +177,25 @@ test('without HOLON_FILE_SECRET credentials are off: PUT answers 503 credentials
   assert.equal(response.body.code, 'credentials_unavailable');
   await hosted.close({ keep: true });
   hosted = await startTestHosted({ store, settings: settings(true) });
+});
+
+test('holon credential set reads the token from stdin and sets it; delete removes it; no token is bad usage', async () => {
+  const env = { HOLON_API_KEY: A.human, HOLON_GATEWAY_URL: hosted.running.url };
+  const set = await holon(['credential', 'set', `${A.handle}/from-cli`], { env, stdin: `${TOKEN}\n` });
+  assert.equal(set.code, 0, set.stderr);
+  assert.deepEqual(jsonDocuments(set.stdout), [{ agent: `${A.handle}/from-cli`, set: true }]);
+  assert.ok(!set.stdout.includes(TOKEN));
+  const row = await hosted.running.db.knex('hosted_endpoint_credentials').where({ agent: `${A.handle}/from-cli` }).first('sealed');
+  assert.equal(openCredential(credentialKey(FILE_SECRET), `${A.handle}/from-cli`, row.sealed), TOKEN);
+  const removed = await holon(['credential', 'delete', `${A.handle}/from-cli`], { env });
+  assert.equal(removed.code, 0, removed.stderr);
+  assert.deepEqual(jsonDocuments(removed.stdout), [{ agent: `${A.handle}/from-cli`, set: false }]);
+  const empty = await holon(['credential', 'set', `${A.handle}/from-cli`], { env, stdin: '' });
+  assert.equal(empty.code, 2);
+  assert.match(empty.stderr, /give the token on stdin/);
+  const foreign = await holon(['credential', 'set', `${B.handle}/x`], { env, stdin: TOKEN });
+  assert.equal(foreign.code, 1);
+  assert.equal((jsonDocuments(foreign.stdout)[0] as { code: string }).code, 'no_such_agent');
 });
 
 test('sealing: a sealed token opens only with the same secret and for the same agent', () => {
