@@ -13,6 +13,9 @@ import type { AddressInfo } from 'node:net';
 import { literalAddress, refusalOf } from '../src/hosted/addresses.ts';
 import { assertPublicEndpoint, EndpointRefused, guardedFetch, privateEndpointsAllowed, type Resolve } from '../src/hosted/egress.ts';
 import { HttpError } from '../src/http/errors.ts';
+import { createMcpRuntime } from '../src/runtimes/mcp.ts';
+import { createWebhookRuntime } from '../src/runtimes/webhook.ts';
+import { remoteTarget, runRequest, startMcpServer } from './helpers/runtimes.ts';
 
 /** What the stand-in resolver answers per name; `rebind.example` answers public once, then loopback. */
 const ZONE: Record<string, string[]> = {
@@ -224,4 +227,31 @@ test('addresses: raw host strings in every IPv4 notation read as the address the
   assert.equal(refusalOf('::808:808'), 'outside IPv6 global unicast (2000::/3)');
   assert.equal(refusalOf('8.8.8.8'), null);
   assert.equal(refusalOf('2606:4700::1111'), null);
+});
+
+test('both runtimes work through the guarded client: an MCP session with the Bearer credential on every request, a webhook', async () => {
+  const mcp = await startMcpServer(() => ({ content: [], structuredContent: { rows: 3 } }));
+  try {
+    const fetch = guardedFetch({ allow_private: true });
+    const outcome = await createMcpRuntime({ fetch }).run(runRequest(remoteTarget('mcp', `${mcp.url}/mcp`, 'echo'), { input: { q: 1 }, credential: 'tok_author' }));
+    assert.deepEqual(outcome, { kind: 'output', output: { rows: 3 }, units: null, quote: null });
+    assert.ok(mcp.received.length >= 3, 'initialize, initialized, tools/call');
+    for (const request of mcp.received) assert.equal(request.headers.authorization, 'Bearer tok_author');
+    const webhook = await createWebhookRuntime({ fetch }).run(runRequest(remoteTarget('webhook', `http://127.0.0.1:${port}/agent`), { input: { q: 1 } }));
+    assert.deepEqual(webhook, { kind: 'output', output: { ok: true }, units: null, quote: null });
+  } finally {
+    await mcp.close();
+  }
+});
+
+test('both runtimes refuse a loopback endpoint through the guarded client without the flag: runtime_unavailable naming the range', async () => {
+  const fetch = guardedFetch({ allow_private: false });
+  const before_connections = connections;
+  for (const runtime of [createMcpRuntime({ fetch }), createWebhookRuntime({ fetch })]) {
+    const outcome = await runtime.run(runRequest(remoteTarget('mcp', `http://127.0.0.1:${port}/agent`, 'echo'), { input: { q: 1 } }));
+    assert.equal(outcome.kind, 'failure');
+    assert.equal((outcome as { code: string }).code, 'runtime_unavailable');
+    assert.match((outcome as { message: string }).message, /127\.0\.0\.1 is a loopback address/);
+  }
+  assert.equal(connections, before_connections);
 });
