@@ -8,8 +8,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { literalAddress, refusalOf } from '../src/hosted/addresses.ts';
 import { assertPublicEndpoint, EndpointRefused, guardedFetch, privateEndpointsAllowed, type Resolve } from '../src/hosted/egress.ts';
 import { HttpError } from '../src/http/errors.ts';
@@ -254,4 +259,29 @@ test('both runtimes refuse a loopback endpoint through the guarded client withou
     assert.match((outcome as { message: string }).message, /127\.0\.0\.1 is a loopback address/);
   }
   assert.equal(connections, before_connections);
+});
+
+test('a pinned connection still speaks TLS to the name: SNI and the certificate check use the host, not the address', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'holon-egress-tls-'));
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=agent.example', '-addext', 'subjectAltName=DNS:agent.example', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  const names: Array<string | false | null> = [];
+  const tls = createTlsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+    names.push((req.socket as import('node:tls').TLSSocket).servername);
+    res.end('{"tls":true}');
+  });
+  await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', resolve));
+  const tlsPort = (tls.address() as AddressInfo).port;
+  try {
+    const resolve: Resolve = async (hostname) => (hostname === 'agent.example' || hostname === 'other.example' ? ['127.0.0.1'] : []);
+    const fetch = guardedFetch({ allow_private: true, resolve, ca: readFileSync(cert, 'utf8') });
+    const response = await fetch(`https://agent.example:${tlsPort}/`);
+    assert.deepEqual(await response.json(), { tls: true });
+    assert.deepEqual(names, ['agent.example']);
+    await assert.rejects(fetch(`https://other.example:${tlsPort}/`), (error: Error) => /altnames|other\.example/i.test(String((error.cause as Error)?.message)));
+  } finally {
+    await new Promise<void>((resolve) => tls.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -37,6 +37,8 @@ export interface EgressOptions {
   allow_private?: boolean;
   /** The resolver (default: the system's, `dns.lookup` with every address). */
   resolve?: Resolve;
+  /** Certificate authorities (PEM) trusted instead of Node's bundled ones (default: Node's); a private CA, or the tests' own. */
+  ca?: string;
 }
 
 /** A connection the guard refused: the host, the address and its range. Nothing was sent to it. */
@@ -70,26 +72,25 @@ const refusedAddress = (host: string, address: string, range: string) =>
   );
 
 /**
- * The one address a connection to `host` may use: the literal itself, or the first address it
- * resolves to when every one of them is public. Throws {@link EndpointRefused} for a non-public
- * address (any of them), a name that does not resolve, or a resolver slower than the bound.
+ * The one address a connection to `host` uses: the literal itself, or the first address it
+ * resolves to. Unless `allow_private`, every one of them must be public. Throws
+ * {@link EndpointRefused} for a non-public address (any of them), a name that does not resolve,
+ * or a resolver slower than the bound.
  */
-export async function publicAddressOf(host: string, resolve: Resolve): Promise<string> {
+export async function addressOf(host: string, resolve: Resolve, allow_private = false): Promise<string> {
   const literal = literalAddress(host);
-  if (literal !== null) {
-    const range = refusalOf(literal);
-    if (range !== null) throw refusedAddress(literal, literal, range);
-    return literal;
-  }
   let addresses: string[];
-  try {
-    addresses = await boundedResolve(resolve, host);
-  } catch (error) {
-    if (error instanceof EndpointRefused) throw error;
-    throw new EndpointRefused(`${host} does not resolve (${(error as { code?: string }).code ?? (error as Error).message})`);
+  if (literal !== null) addresses = [literal];
+  else {
+    try {
+      addresses = await boundedResolve(resolve, host);
+    } catch (error) {
+      if (error instanceof EndpointRefused) throw error;
+      throw new EndpointRefused(`${host} does not resolve (${(error as { code?: string }).code ?? (error as Error).message})`);
+    }
   }
   if (addresses.length === 0) throw new EndpointRefused(`${host} does not resolve to any address`);
-  for (const address of addresses) {
+  for (const address of allow_private ? [] : addresses) {
     const range = refusalOf(address);
     if (range !== null) throw refusedAddress(host, address, range);
   }
@@ -97,23 +98,23 @@ export async function publicAddressOf(host: string, resolve: Resolve): Promise<s
 }
 
 /**
- * An undici dispatcher whose every new connection is checked and pinned (see the module comment).
- * A refused connection fails with {@link EndpointRefused} before any socket is opened.
+ * An undici dispatcher whose every new connection is pinned to the address {@link addressOf}
+ * answers, and checked unless `allow_private` (see the module comment). A refused connection
+ * fails with {@link EndpointRefused} before any socket is opened.
  */
 export function guardedDispatcher(options: EgressOptions = {}): Agent {
   const allow = options.allow_private ?? privateEndpointsAllowed();
   const resolve = options.resolve ?? systemResolve;
-  const connector = buildConnector({});
+  const connector = buildConnector(options.ca === undefined ? {} : { ca: options.ca });
   return new Agent({
     connect(target, callback) {
-      if (allow) return connector(target, callback);
       const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
-      publicAddressOf(host, resolve).then(
+      addressOf(host, resolve, allow).then(
         (address) =>
-          // `host` (name and port) stays as it was: TLS still checks the certificate against the name.
+          // `host` (name and port) stays as it was: TLS still sends the name and checks the certificate against it.
           connector({ ...target, hostname: address }, (error, socket) => {
             if (error !== null) return callback(error, null);
-            const range = refusalOf(socket.remoteAddress ?? '');
+            const range = allow ? null : refusalOf(socket.remoteAddress ?? '');
             if (range === null) return callback(null, socket);
             socket.destroy();
             callback(refusedAddress(host, socket.remoteAddress ?? 'no address', range), null);
@@ -155,7 +156,7 @@ export async function assertPublicEndpoint(url: string, options: EgressOptions =
   if (allow && (parsed.protocol === 'https:' || parsed.protocol === 'http:')) return;
   if (parsed.protocol !== 'https:') throw refuse('it must be an https URL');
   try {
-    await publicAddressOf(parsed.hostname.replace(/^\[(.*)\]$/, '$1'), options.resolve ?? systemResolve);
+    await addressOf(parsed.hostname.replace(/^\[(.*)\]$/, '$1'), options.resolve ?? systemResolve);
   } catch (error) {
     if (error instanceof EndpointRefused) throw refuse(error.message);
     throw error;
