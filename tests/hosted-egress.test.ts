@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { literalAddress, refusalOf } from '../src/hosted/addresses.ts';
 import { assertPublicEndpoint, EndpointRefused, guardedFetch, privateEndpointsAllowed, type Resolve } from '../src/hosted/egress.ts';
+import { readSettings } from '../src/hosted/settings.ts';
 import { HttpError } from '../src/http/errors.ts';
 import { createMcpRuntime } from '../src/runtimes/mcp.ts';
 import { createWebhookRuntime } from '../src/runtimes/webhook.ts';
@@ -218,6 +219,10 @@ test('the development flag lets http and loopback through, and never in producti
   assert.equal(privateEndpointsAllowed({ HOLON_ALLOW_PRIVATE_ENDPOINTS: '1' }), true);
   assert.equal(privateEndpointsAllowed({ HOLON_ALLOW_PRIVATE_ENDPOINTS: '1', NODE_ENV: 'production' }), false);
   assert.equal(privateEndpointsAllowed({}), false);
+  const dev = readSettings({ HOLON_ALLOW_PRIVATE_ENDPOINTS: '1', HOLON_FILE_SECRET: 'a-file-secret' });
+  assert.equal(dev.allow_private_endpoints, true);
+  assert.equal(dev.file_secret, 'a-file-secret');
+  assert.equal(readSettings({}).allow_private_endpoints, false);
 });
 
 test('addresses: raw host strings in every IPv4 notation read as the address they connect to', () => {
