@@ -10,6 +10,7 @@ import * as gatewayHardening from './004_gateway_hardening.ts';
 import * as clearingWritePath from './005_clearing_write_path.ts';
 import * as hosted from './006_hosted.ts';
 import * as publishing from './011_publishing.ts';
+import * as endpointCredentials from './010_endpoint_credentials.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '005_clearing_write_path': clearingWritePath,
   '006_hosted': hosted,
   '011_publishing': publishing,
+  '010_endpoint_credentials': endpointCredentials,
 };
 
 /** knex's `migrationSource` over the table above. */

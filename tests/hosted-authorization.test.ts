@@ -9,6 +9,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import YAML from 'yaml';
 import { operationTable } from '../generated/gateway/server.ts';
 import { ADMIN_KEY, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from './helpers/hosted.ts';
@@ -34,6 +36,8 @@ let keys: Record<PrincipalName, string | null>;
 let careful: string;
 let approvalId: string;
 let receiptId: string;
+/** A loopback webhook for `draft-agent` (the gateway runs with HOLON_ALLOW_PRIVATE_ENDPOINTS=1). */
+let webhook: Server;
 
 /** A fresh pending approval under A/careful (decide-approval consumes one per cell). */
 async function pendingApproval(): Promise<string> {
@@ -156,12 +160,28 @@ const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> =
     expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 },
   },
   'admin-log': { cell: async () => ({ path: '/v0/admin/log' }), expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 } },
+  // Endpoint credentials: A's namespace; B's human key gets 404 as for any other account's resource.
+  'set-credential': {
+    cell: async () => ({ path: `/v0/agents/${A.handle}/bot/credential`, body: { token: 'tok-123' } }),
+    expected: { none: 401, humanA: 200, agentA: 403, humanB: 404, agentB: 403, admin: 403 },
+  },
+  'delete-credential': {
+    cell: async () => ({ path: `/v0/agents/${A.handle}/bot/credential` }),
+    expected: { none: 401, humanA: 200, agentA: 403, humanB: 404, agentB: 403, admin: 403 },
+  },
+  // A draft is always in the caller's own namespace: both humans get theirs.
+  'draft-agent': {
+    cell: async () => ({ path: '/v0/agents/draft', body: { name: 'drafted', endpoint: `http://127.0.0.1:${(webhook.address() as AddressInfo).port}/hook`, input: { q: 'x' } } }),
+    expected: { none: 401, humanA: 200, agentA: 403, humanB: 200, agentB: 403, admin: 403 },
+  },
 };
 
 const document = YAML.parse(readFileSync(new URL('../openapi/gateway.yaml', import.meta.url), 'utf8'));
 
 before(async () => {
-  hosted = await startTestHosted();
+  webhook = createServer((_req, res) => res.setHeader('content-type', 'application/json').end('{"answer":"y"}'));
+  await new Promise<void>((resolve) => webhook.listen(0, '127.0.0.1', resolve));
+  hosted = await startTestHosted({ settings: { file_secret: 'matrix-file-secret-0123456789abcdef', allow_private_endpoints: true } });
   A = await hosted.signup();
   B = await hosted.signup();
   careful = `${A.handle}/careful`;
@@ -184,6 +204,7 @@ before(async () => {
 
 after(async () => {
   await hosted?.close();
+  await new Promise<void>((resolve) => webhook.close(() => resolve()));
 });
 
 test('every operation of the document has a row in the matrix', () => {

@@ -11,6 +11,7 @@ import type {
   CallPending,
   CallRequest,
   CallSucceeded,
+  DraftRequest,
   ListReceiptsData,
   ListSettlementsData,
   Manifest,
@@ -88,6 +89,18 @@ export function createHolonClient(options: ClientOptions) {
     myAgents: () => data(sdk.myAgents(opts)),
     /** `GET /v0/settlements`: settlement intents, optionally by status. */
     listSettlements: (query: ListSettlementsData['query'] = {}) => data(sdk.listSettlements({ ...opts, query })),
+    /** `PUT /v0/agents/{ns}/{name}/credential` (hosted, human key): sets the token sent to that agent's endpoint; answers only whether one is set. */
+    setCredential: (agent: string, token: string) => {
+      const [ns, name] = pair(agent, 'agent');
+      return data(sdk.setCredential({ ...opts, path: { ns, name }, body: { token } }));
+    },
+    /** `DELETE /v0/agents/{ns}/{name}/credential` (hosted, human key): removes it. */
+    deleteCredential: (agent: string) => {
+      const [ns, name] = pair(agent, 'agent');
+      return data(sdk.deleteCredential({ ...opts, path: { ns, name } }));
+    },
+    /** `POST /v0/agents/draft` (hosted, human key): calls a webhook once and answers a draft manifest and its YAML. */
+    draftAgent: (request: DraftRequest) => data(sdk.draftAgent({ ...opts, body: request })),
   };
 }
 

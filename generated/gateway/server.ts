@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { operations } from './types.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log";
+export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -577,6 +577,71 @@ export const operationTable: readonly Operation[] = [
       "additionalProperties": true
     },
     "body": null
+  },
+  {
+    "operationId": "set-credential",
+    "method": "put",
+    "path": "/v0/agents/{ns}/{name}/credential",
+    "koaPath": "/v0/agents/:ns/:name/credential",
+    "params": {
+      "type": "object",
+      "properties": {
+        "ns": {
+          "type": "string",
+          "maxLength": 39
+        },
+        "name": {
+          "type": "string",
+          "maxLength": 64
+        }
+      },
+      "required": [
+        "ns",
+        "name"
+      ],
+      "additionalProperties": false
+    },
+    "query": null,
+    "body": {
+      "$ref": "#/components/schemas/CredentialRequest"
+    }
+  },
+  {
+    "operationId": "delete-credential",
+    "method": "delete",
+    "path": "/v0/agents/{ns}/{name}/credential",
+    "koaPath": "/v0/agents/:ns/:name/credential",
+    "params": {
+      "type": "object",
+      "properties": {
+        "ns": {
+          "type": "string",
+          "maxLength": 39
+        },
+        "name": {
+          "type": "string",
+          "maxLength": 64
+        }
+      },
+      "required": [
+        "ns",
+        "name"
+      ],
+      "additionalProperties": false
+    },
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "draft-agent",
+    "method": "post",
+    "path": "/v0/agents/draft",
+    "koaPath": "/v0/agents/draft",
+    "params": null,
+    "query": null,
+    "body": {
+      "$ref": "#/components/schemas/DraftRequest"
+    }
   }
 ];
 
@@ -2470,6 +2535,115 @@ export const schemaDocument = {
           "created_at": {
             "type": "string",
             "format": "date-time"
+          }
+        }
+      },
+      "CredentialRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "token"
+        ],
+        "properties": {
+          "token": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 4096,
+            "pattern": "^[!-~]+$",
+            "description": "The token the author's server requires; visible ASCII, no spaces (it travels in an HTTP header)."
+          }
+        }
+      },
+      "CredentialStatus": {
+        "type": "object",
+        "description": "Whether an endpoint credential is set for the agent; never the token.",
+        "required": [
+          "agent",
+          "set"
+        ],
+        "properties": {
+          "agent": {
+            "type": "string",
+            "description": "`ns/name`."
+          },
+          "set": {
+            "type": "boolean"
+          }
+        }
+      },
+      "DraftRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "name",
+          "endpoint",
+          "input"
+        ],
+        "properties": {
+          "name": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+            "pattern": "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+            "description": "The agent's name; the id is `<your handle>/<name>`."
+          },
+          "endpoint": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 2048,
+            "description": "The webhook's URL: https, no credentials, public addresses only."
+          },
+          "input": {
+            "description": "An example input, sent as the body of the one call; at most 64 KiB as JSON."
+          },
+          "summary": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 280,
+            "description": "Default: `A webhook agent at <host>.`"
+          },
+          "price": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": [
+              "model",
+              "currency"
+            ],
+            "description": "A webhook agent is `free` or `per_run` (gateway §6). Default: free, EUR.",
+            "properties": {
+              "model": {
+                "type": "string",
+                "enum": [
+                  "free",
+                  "per_run"
+                ]
+              },
+              "currency": {
+                "type": "string",
+                "pattern": "^[A-Z]{3}$"
+              },
+              "amount": {
+                "type": "string",
+                "pattern": "^(0|[1-9][0-9]{0,8})(\\.[0-9]{1,6})?$"
+              }
+            }
+          }
+        }
+      },
+      "Draft": {
+        "type": "object",
+        "description": "A draft manifest, valid as it stands; nothing was stored.",
+        "required": [
+          "manifest",
+          "yaml"
+        ],
+        "properties": {
+          "manifest": {
+            "$ref": "#/components/schemas/Manifest"
+          },
+          "yaml": {
+            "type": "string",
+            "description": "The same manifest as `holon.yaml` text."
           }
         }
       },

@@ -532,6 +532,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v0/agents/{ns}/{name}/credential": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The namespace: the caller's handle. */
+                ns: string;
+                /** @description The agent's name, published or not yet. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the endpoint credential of one of your agents (gateway §6 "Authentication")
+         * @description Human key of the namespace's owner; another account's namespace answers 404. The token is sent as `Authorization: Bearer <token>` to that agent's `runtime.endpoint` on every call of every version (evaluations and drafts included), and to nothing else. Write-only: no endpoint returns it. Stored sealed with AES-256-GCM under a key derived from `HOLON_FILE_SECRET` (without it: 503 `credentials_unavailable`). May be set before the first version is published; setting it again replaces it.
+         */
+        put: operations["set-credential"];
+        post?: never;
+        /**
+         * Remove the endpoint credential of one of your agents (gateway §6 "Authentication")
+         * @description Human key of the namespace's owner; another account's namespace answers 404. From the next call on, no `Authorization` header is sent. Removing a credential that is not set answers the same (`set: false`).
+         */
+        delete: operations["delete-credential"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/agents/draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Draft the manifest of a webhook agent from one example call (gateway §6 "Drafting a listing")
+         * @description Human key. Calls `endpoint` once, through the guarded client (public addresses only, no redirect followed), with `input` as the body and the credential already set for `<handle>/<name>`, if any; answers a draft manifest of `<handle>/<name>@0.1.0`: schemas describing the example input and the answer, license `proprietary`, price `free` unless given, the call as its one example, both as JSON and as `holon.yaml` text. Nothing is published or stored. The call has a hard timeout of 30 s and an answer of at most 10 MiB.
+         */
+        post: operations["draft-agent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1106,6 +1155,39 @@ export interface components {
             detail: Record<string, never>;
             /** Format: date-time */
             created_at: string;
+        };
+        CredentialRequest: {
+            /** @description The token the author's server requires; visible ASCII, no spaces (it travels in an HTTP header). */
+            token: string;
+        };
+        /** @description Whether an endpoint credential is set for the agent; never the token. */
+        CredentialStatus: {
+            /** @description `ns/name`. */
+            agent: string;
+            set: boolean;
+        };
+        DraftRequest: {
+            /** @description The agent's name; the id is `<your handle>/<name>`. */
+            name: string;
+            /** @description The webhook's URL: https, no credentials, public addresses only. */
+            endpoint: string;
+            /** @description An example input, sent as the body of the one call; at most 64 KiB as JSON. */
+            input: unknown;
+            /** @description Default: `A webhook agent at <host>.` */
+            summary?: string;
+            /** @description A webhook agent is `free` or `per_run` (gateway §6). Default: free, EUR. */
+            price?: {
+                /** @enum {string} */
+                model: "free" | "per_run";
+                currency: string;
+                amount?: string;
+            };
+        };
+        /** @description A draft manifest, valid as it stands; nothing was stored. */
+        Draft: {
+            manifest: components["schemas"]["Manifest"];
+            /** @description The same manifest as `holon.yaml` text. */
+            yaml: string;
         };
         /** @description A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number. */
         Manifest_decimal: string;
@@ -2261,6 +2343,138 @@ export interface operations {
                 };
             };
             429: components["responses"]["RateLimited"];
+        };
+    };
+    "set-credential": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The namespace: the caller's handle. */
+                ns: string;
+                /** @description The agent's name, published or not yet. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CredentialRequest"];
+            };
+        };
+        responses: {
+            /** @description Set; the token is not echoed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CredentialStatus"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `invalid_request`: a token that is empty, longer than 4096 characters or not visible ASCII; a malformed agent name. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `credentials_unavailable`: `HOLON_FILE_SECRET` is not set on this gateway. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "delete-credential": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The namespace: the caller's handle. */
+                ns: string;
+                /** @description The agent's name, published or not yet. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed (or was not set). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CredentialStatus"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `invalid_request`: a malformed agent name. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "draft-agent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DraftRequest"];
+            };
+        };
+        responses: {
+            /** @description The draft, to review and then publish. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Draft"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `invalid_request` (a field out of its bounds, or a draft that is not a valid manifest, e.g. a `per_unit` price), `endpoint_refused` (not https, credentials in the URL, or a non-public address). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The example call failed: `runtime_unavailable` (no answer, or the connection was refused by the network guard), `agent_error` (a redirect, a non-2xx answer, a body that is not JSON or over 10 MiB, an `{"error"}` body), `timeout`. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
 }

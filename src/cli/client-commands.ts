@@ -173,6 +173,22 @@ async function readManifestFile(file: string): Promise<Manifest> {
   }
 }
 
+/** The most `holon credential set` reads from stdin, in bytes (a token is at most 4096 characters). */
+export const MAX_TOKEN_INPUT_BYTES = 8192;
+
+/** Reads the token from stdin: everything up to the end, one trailing line break dropped; bounded by {@link MAX_TOKEN_INPUT_BYTES}. */
+async function tokenFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('holon: type the token, then Enter and Ctrl-D\n');
+  let text = '';
+  for await (const chunk of process.stdin) {
+    text += chunk;
+    if (Buffer.byteLength(text) > MAX_TOKEN_INPUT_BYTES) throw new Exit(EXIT.usage, `the token on stdin is longer than ${MAX_TOKEN_INPUT_BYTES} bytes`);
+  }
+  const token = text.replace(/\r?\n$/, '');
+  if (token === '') throw new Exit(EXIT.usage, 'give the token on stdin, e.g. `printenv MY_TOKEN | holon credential set ns/name`');
+  return token;
+}
+
 /** Adds the client commands to `program`. */
 export function addClientCommands(program: Command): void {
   program
@@ -261,6 +277,19 @@ export function addClientCommands(program: Command): void {
     .description('your published versions, their evaluations and what each earned, on a hosted gateway (HOLON_API_KEY: your human key)')
     .addOption(gatewayOption())
     .action((opts: { gateway: string }) => withGateway(opts, async (holon) => print(await holon.myAgents())));
+
+  program
+    .command('credential <action> <agent>')
+    .description('hosted, human key: `credential set ns/name` reads the token your endpoint requires from stdin (never an argument: it would stay in the shell history); `credential delete ns/name` removes it')
+    .addOption(gatewayOption())
+    .action((action: string, agent: string, opts: { gateway: string }) =>
+      withGateway(opts, async (holon) => {
+        if (!/^[^/]+\/[^/]+$/.test(agent)) throw new Exit(EXIT.usage, `agent ${agent}: write it ns/name, e.g. alice/invoices`);
+        if (action === 'set') return print(await holon.setCredential(agent, await tokenFromStdin()));
+        if (action === 'delete') return print(await holon.deleteCredential(agent));
+        throw new Exit(EXIT.usage, 'write `holon credential set ns/name` (the token on stdin) or `holon credential delete ns/name`');
+      }),
+    );
 
   program
     .command('approvals [decision] [id]')

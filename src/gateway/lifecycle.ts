@@ -73,7 +73,10 @@ export interface GatewayDeps {
   registry: Registry;
   clearing: ClearingPort;
   outbox: Outbox;
-  runtimeFor: (kind: ListedAgent['loaded']['manifest']['runtime']['kind']) => Runtime;
+  /** The runtime that runs `agent` (a published agent's goes through the hosted gateway's guarded client). */
+  runtimeFor: (agent: ListedAgent) => Runtime;
+  /** The author's endpoint credential sent to `agent` (gateway §6 "Authentication"), or null. */
+  credentialFor: (agent: ListedAgent) => Promise<string | null>;
   logger: Logger;
   /** This gateway's id (`gateway_identity`), part of every transaction and hold id it gives the binding. */
   gateway_id: string;
@@ -428,13 +431,14 @@ export class Gateway {
         : { ok: false, error: result.error ?? { code: result.receipt.status, message: result.receipt.status }, receipt };
     };
 
+    const credential = await this.deps.credentialFor(agent);
     const signal = AbortSignal.timeout(manifest.runtime.timeout_s * 1000);
-    const outcome: RunOutcome = await this.deps.runtimeFor(manifest.runtime.kind).run({
+    const outcome: RunOutcome = await this.deps.runtimeFor(agent).run({
       target: { id: manifest.id, version: manifest.version, runtime: { kind: manifest.runtime.kind, endpoint: manifest.runtime.endpoint ?? undefined, tool: manifest.runtime.tool ?? undefined }, dir: agent.dir ?? undefined },
       input: call.request.input,
       call_id: call.id,
       max_cost: worst.agent_cap ? { amount: formatMoney(worst.agent_cap.amount_micros), currency: worst.agent_cap.currency } : null,
-      credential: null,
+      credential,
       signal,
       delegate,
     });

@@ -18,6 +18,7 @@ import { startClearingServer, type RunningClearing } from '../clearing/server.ts
 import { isLoopback } from '../http/access.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
+import type { Fetch } from '../runtimes/http.ts';
 import { runtimeFor } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused, clearingTimeoutsFromEnv, type ClearingTimeouts } from './clearing.ts';
 import { createGatewayApp, type GatewayAppExtension } from './app.ts';
@@ -105,6 +106,21 @@ export interface GatewayServerOptions {
    * credit and the example mandates are left out.
    */
   extend?: (parts: GatewayParts) => Promise<GatewayAppExtension>;
+  /**
+   * How published agents are reached (the hosted gateway, gateway §6 "Authentication", §7
+   * "Network safety"): their own fetch and their author's endpoint credential. Absent, or for a
+   * shipped agent: the global fetch and no credential. Chosen by where a listed version came
+   * from (`ListedAgent.published`), never by its URL.
+   */
+  published?: PublishedAccess;
+}
+
+/** How the gateway reaches published agents (see `GatewayServerOptions.published`). */
+export interface PublishedAccess {
+  /** The fetch of every request to a published agent's endpoint. */
+  fetch: Fetch;
+  /** The author's endpoint credential of agent `ns/name`, or null. */
+  credential(db: Knex, agent: string): Promise<string | null>;
 }
 
 /** What {@link GatewayServerOptions.extend} is handed. */
@@ -250,7 +266,17 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
 
   const outbox = new Outbox(db, clearing, logger);
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
-  const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: (kind) => runtimeFor(kind), logger, gateway_id });
+  const published = options.published;
+  const gateway = new Gateway({
+    db,
+    registry,
+    clearing,
+    outbox,
+    runtimeFor: (agent) => runtimeFor(agent.loaded.manifest.runtime.kind, agent.published && published ? { fetch: published.fetch } : {}),
+    credentialFor: async (agent) => (agent.published && published ? published.credential(db, agent.loaded.manifest.id) : null),
+    logger,
+    gateway_id,
+  });
   await gateway.loadStats();
   await closeInterrupted(database, outbox);
   await closeStrandedApprovals(db);

@@ -44,4 +44,8 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   'admin-disable-account': ['admin'],
   'admin-yank-agent': ['admin'],
   'admin-log': ['admin'],
+  // Endpoint credentials and drafts: the namespace owner's human key (another account's namespace is 404).
+  'set-credential': ['human'],
+  'delete-credential': ['human'],
+  'draft-agent': ['human'],
 };

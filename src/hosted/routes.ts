@@ -18,6 +18,8 @@ import { budgetOf, budgetView, loadMandate, storeMandate } from '../gateway/mand
 import { listReceiptTrees } from '../gateway/receipts.ts';
 import { adminCredit, clearingFailure, mandateRefused, signUp, type AccountDeps } from './accounts.ts';
 import type { GithubHandlers } from './github.ts';
+import { endpointHandlers } from './endpoint-routes.ts';
+import type { EndpointAccess } from './endpoints.ts';
 import { grantApproval } from './grants.ts';
 import { liveKeys, mintKey, MAX_LIVE_KEYS, keyView } from './keys.ts';
 import { OPERATION_PRINCIPALS } from './policy.ts';
@@ -40,6 +42,8 @@ export interface HostedRouteDeps extends AccountDeps {
   publish: PublishDeps;
   /** The author's view (`earnings.ts`). */
   earnings: EarningsDeps;
+  /** Authors' endpoints: the guarded client, the endpoint check, credentials. */
+  endpoints: EndpointAccess;
 }
 
 /** An account's figures as `AccountBalance`; null when the binding has no account for it. */
@@ -88,6 +92,8 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
   const { db, clearing } = deps;
 
   const own: Partial<Record<OperationId, (request: any, ctx: Koa.Context, principal: Principal) => Promise<unknown>>> = {
+    ...endpointHandlers(deps),
+
     'search-agents': async (request: OperationRequest<'search-agents'>, ctx, principal) => {
       if (request.query.mandate) await requireScope(db, principal, request.query.mandate, 'no_such_mandate', 'mandate', request.query.mandate);
       return defaults['search-agents'](request, ctx);

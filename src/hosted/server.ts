@@ -9,6 +9,9 @@ import pino, { type Logger } from 'pino';
 import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
 import { allowedHostsFromEnv } from '../http/host-gate.ts';
+import { credentialStatus } from './credentials.ts';
+import { endpointAccess, type EndpointAccess } from './endpoints.ts';
+import type { Resolve } from './egress.ts';
 import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
 import { isDatabaseFailure } from './stop.ts';
@@ -16,7 +19,6 @@ import { interruptRunningClaims } from './idempotency.ts';
 import { principalMiddleware, principalOf, requirePrincipal, type Principal } from './principal.ts';
 import { hostedHandlers } from './routes.ts';
 import { readSettings, type HostedSettings } from './settings.ts';
-import { HttpError } from '../http/errors.ts';
 import type { EarningsDeps } from './earnings.ts';
 import type { PublishDeps } from './publish.ts';
 
@@ -38,7 +40,7 @@ export interface HostedGatewayOptions {
   exclude?: readonly string[];
   /** What stops the process when the database failed (default: log and exit 1). */
   stop?: (error: unknown) => void;
-  /** Hooks of publishing (gateway §7 "Publishing agents"); default {@link PENDING_PUBLISHING_HOOKS}. */
+  /** Replaces hooks of publishing (gateway §7 "Publishing agents"), for tests: e.g. an endpoint check that accepts a loopback server. */
   publishing?: Partial<PublishingHooks>;
   /** Port of `agents/host.mjs` (default `HOLON_AGENTS_PORT`, else 4300); null: do not start it. */
   agents_host_port?: number | null;
@@ -48,24 +50,12 @@ export interface HostedGatewayOptions {
    */
   allowed_hosts?: readonly string[];
   logger?: Logger;
+  /** The resolver of authors' endpoint hosts (default: the system's); tests inject a stand-in. */
+  resolve?: Resolve;
 }
 
-/** What the hosted layer wires into publishing and the author's view from other modules. */
+/** What the hosted layer wires into publishing and the author's view from other modules; tests replace some. */
 export type PublishingHooks = Pick<PublishDeps, 'checkEndpoint' | 'onPublished'> & Pick<EarningsDeps, 'evaluationsOf' | 'credentialSet'>;
-
-/**
- * The hooks until their modules are merged: the public-address check of endpoints (network
- * safety) refuses every endpoint, so publishing fails closed (503); no evaluation runs; no
- * evaluation results; no credential is ever set.
- */
-export const PENDING_PUBLISHING_HOOKS: PublishingHooks = {
-  checkEndpoint: async () => {
-    throw new HttpError(503, 'endpoint_check_unavailable', 'this gateway cannot check that an endpoint resolves only to public addresses yet, so it publishes nothing; calls to listed agents keep being served');
-  },
-  onPublished: () => undefined,
-  evaluationsOf: async () => [],
-  credentialSet: async () => false,
-};
 
 /** The agent directories `HOLON_REGISTRY` names, `agents` by default: the demo agents of `examples/` are never listed unless added. */
 export function registryDirs(): string[] {
@@ -82,10 +72,18 @@ const mcpNeedsAgentKey: Koa.Middleware = async (ctx, next) => {
 export async function hostedExtension(
   parts: GatewayParts,
   settings: HostedSettings,
+  endpoints: EndpointAccess,
   stop: (error: unknown) => void,
-  hooks: PublishingHooks = PENDING_PUBLISHING_HOOKS,
+  overrides: Partial<PublishingHooks> = {},
 ): Promise<GatewayAppExtension> {
   const db = parts.database.knex;
+  const hooks: PublishingHooks = {
+    checkEndpoint: endpoints.check,
+    credentialSet: (id) => credentialStatus(db, ...(id.split('/') as [string, string])),
+    onPublished: () => undefined,
+    evaluationsOf: async () => [],
+    ...overrides,
+  };
   await interruptRunningClaims(db);
   const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
   const deps = {
@@ -100,6 +98,7 @@ export async function hostedExtension(
     ...deps,
     github: githubSignIn(deps, settings),
     limitSignup: limits.signup,
+    endpoints,
     publish: { db, registry: parts.registry, github: settings.github, checkEndpoint: hooks.checkEndpoint, onPublished: hooks.onPublished, logger: parts.logger },
     earnings: { db, evaluationsOf: hooks.evaluationsOf, credentialSet: hooks.credentialSet },
   };
@@ -139,6 +138,7 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
   // A request still failing while the gateway closes (its pool is gone) is the shutdown, not a failed write.
   let closing = false;
   const stop = options.stop ?? exitOnDatabaseFailure(logger);
+  const endpoints = endpointAccess(settings, { resolve: options.resolve });
   const running = await startGateway({
     port: options.port,
     host: options.host,
@@ -149,7 +149,8 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     agents_host_port: options.agents_host_port,
     allowed_hosts: [...(options.allowed_hosts ?? allowedHostsFromEnv()), ...(settings.public_url ? [settings.public_url] : [])],
     logger,
-    extend: (parts) => hostedExtension(parts, settings, (error) => closing || stop(error), { ...PENDING_PUBLISHING_HOOKS, ...options.publishing }),
+    published: endpoints,
+    extend: (parts) => hostedExtension(parts, settings, endpoints, (error) => closing || stop(error), options.publishing),
   });
   return {
     ...running,

@@ -5,6 +5,7 @@
  * disables a feature (GitHub sign-in) never stops it.
  */
 import { parseMoney, type Micros } from '../contracts/money.ts';
+import { privateEndpointsAllowed } from './egress.ts';
 import type { RateLimits } from './limits.ts';
 
 /** The hosted settings. Money in EUR micro-units. */
@@ -23,6 +24,10 @@ export interface HostedSettings {
   /** Exchange rates set by the platform on hosted mandates (`HOLON_FX`, JSON `{"USD": "0.92"}`). */
   fx: Record<string, string>;
   rate_limits: RateLimits;
+  /** `HOLON_FILE_SECRET`: signs file links and seals endpoint credentials; null: endpoint credentials are off (503). */
+  file_secret: string | null;
+  /** `HOLON_ALLOW_PRIVATE_ENDPOINTS=1` outside production: published endpoints may be http and private (local development). */
+  allow_private_endpoints: boolean;
 }
 
 /** Reads a positive integer setting, `fallback` when unset; a malformed one is a problem. */
@@ -101,5 +106,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
       : null,
     fx,
     rate_limits,
+    file_secret: env.HOLON_FILE_SECRET || null,
+    allow_private_endpoints: privateEndpointsAllowed(env),
   };
 }

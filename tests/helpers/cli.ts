@@ -19,13 +19,14 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `holon ...args` in `cwd` (default: the repository) with `env` added to the environment. */
-export function holon(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs `holon ...args` in `cwd` (default: the repository) with `env` added to the environment and `stdin` as its input (default: none). */
+export function holon(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; stdin?: string } = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  if (options.stdin !== undefined) child.stdin!.end(options.stdin);
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, AdminDisableAccountData, AdminDisableAccountErrors, AdminDisableAccountResponses, AdminListAccountsData, AdminListAccountsErrors, AdminListAccountsResponses, AdminLogData, AdminLogErrors, AdminLogResponses, AdminYankAgentData, AdminYankAgentErrors, AdminYankAgentResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, MyAgentsData, MyAgentsErrors, MyAgentsResponses, PublishAgentData, PublishAgentErrors, PublishAgentResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SignupData, SignupErrors, SignupResponses, YankAgentData, YankAgentErrors, YankAgentResponses } from './types.gen.js';
+import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, AdminDisableAccountData, AdminDisableAccountErrors, AdminDisableAccountResponses, AdminListAccountsData, AdminListAccountsErrors, AdminListAccountsResponses, AdminLogData, AdminLogErrors, AdminLogResponses, AdminYankAgentData, AdminYankAgentErrors, AdminYankAgentResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DraftAgentData, DraftAgentErrors, DraftAgentResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, MyAgentsData, MyAgentsErrors, MyAgentsResponses, PublishAgentData, PublishAgentErrors, PublishAgentResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SetCredentialData, SetCredentialErrors, SetCredentialResponses, SignupData, SignupErrors, SignupResponses, YankAgentData, YankAgentErrors, YankAgentResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -375,4 +375,45 @@ export const adminLog = <ThrowOnError extends boolean = false>(options?: Options
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/admin/log',
     ...options
+});
+
+/**
+ * Remove the endpoint credential of one of your agents (gateway §6 "Authentication")
+ *
+ * Human key of the namespace's owner; another account's namespace answers 404. From the next call on, no `Authorization` header is sent. Removing a credential that is not set answers the same (`set: false`).
+ */
+export const deleteCredential = <ThrowOnError extends boolean = false>(options: Options<DeleteCredentialData, ThrowOnError>) => (options.client ?? client).delete<DeleteCredentialResponses, DeleteCredentialErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/agents/{ns}/{name}/credential',
+    ...options
+});
+
+/**
+ * Set the endpoint credential of one of your agents (gateway §6 "Authentication")
+ *
+ * Human key of the namespace's owner; another account's namespace answers 404. The token is sent as `Authorization: Bearer <token>` to that agent's `runtime.endpoint` on every call of every version (evaluations and drafts included), and to nothing else. Write-only: no endpoint returns it. Stored sealed with AES-256-GCM under a key derived from `HOLON_FILE_SECRET` (without it: 503 `credentials_unavailable`). May be set before the first version is published; setting it again replaces it.
+ */
+export const setCredential = <ThrowOnError extends boolean = false>(options: Options<SetCredentialData, ThrowOnError>) => (options.client ?? client).put<SetCredentialResponses, SetCredentialErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/agents/{ns}/{name}/credential',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Draft the manifest of a webhook agent from one example call (gateway §6 "Drafting a listing")
+ *
+ * Human key. Calls `endpoint` once, through the guarded client (public addresses only, no redirect followed), with `input` as the body and the credential already set for `<handle>/<name>`, if any; answers a draft manifest of `<handle>/<name>@0.1.0`: schemas describing the example input and the answer, license `proprietary`, price `free` unless given, the call as its one example, both as JSON and as `holon.yaml` text. Nothing is published or stored. The call has a hard timeout of 30 s and an answer of at most 10 MiB.
+ */
+export const draftAgent = <ThrowOnError extends boolean = false>(options: Options<DraftAgentData, ThrowOnError>) => (options.client ?? client).post<DraftAgentResponses, DraftAgentErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/agents/draft',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });

@@ -748,6 +748,62 @@ export type ModerationEntry = {
     created_at: string;
 };
 
+export type CredentialRequest = {
+    /**
+     * The token the author's server requires; visible ASCII, no spaces (it travels in an HTTP header).
+     */
+    token: string;
+};
+
+/**
+ * Whether an endpoint credential is set for the agent; never the token.
+ */
+export type CredentialStatus = {
+    /**
+     * `ns/name`.
+     */
+    agent: string;
+    set: boolean;
+};
+
+export type DraftRequest = {
+    /**
+     * The agent's name; the id is `<your handle>/<name>`.
+     */
+    name: string;
+    /**
+     * The webhook's URL: https, no credentials, public addresses only.
+     */
+    endpoint: string;
+    /**
+     * An example input, sent as the body of the one call; at most 64 KiB as JSON.
+     */
+    input: unknown;
+    /**
+     * Default: `A webhook agent at <host>.`
+     */
+    summary?: string;
+    /**
+     * A webhook agent is `free` or `per_run` (gateway §6). Default: free, EUR.
+     */
+    price?: {
+        model: 'free' | 'per_run';
+        currency: string;
+        amount?: string;
+    };
+};
+
+/**
+ * A draft manifest, valid as it stands; nothing was stored.
+ */
+export type Draft = {
+    manifest: Manifest;
+    /**
+     * The same manifest as `holon.yaml` text.
+     */
+    yaml: string;
+};
+
 /**
  * A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number.
  */
@@ -2014,3 +2070,140 @@ export type AdminLogResponses = {
 };
 
 export type AdminLogResponse = AdminLogResponses[keyof AdminLogResponses];
+
+export type DeleteCredentialData = {
+    body?: never;
+    path: {
+        /**
+         * The namespace: the caller's handle.
+         */
+        ns: string;
+        /**
+         * The agent's name, published or not yet.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v0/agents/{ns}/{name}/credential';
+};
+
+export type DeleteCredentialErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: a malformed agent name.
+     */
+    422: ErrorBody;
+};
+
+export type DeleteCredentialError = DeleteCredentialErrors[keyof DeleteCredentialErrors];
+
+export type DeleteCredentialResponses = {
+    /**
+     * Removed (or was not set).
+     */
+    200: CredentialStatus;
+};
+
+export type DeleteCredentialResponse = DeleteCredentialResponses[keyof DeleteCredentialResponses];
+
+export type SetCredentialData = {
+    body: CredentialRequest;
+    path: {
+        /**
+         * The namespace: the caller's handle.
+         */
+        ns: string;
+        /**
+         * The agent's name, published or not yet.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v0/agents/{ns}/{name}/credential';
+};
+
+export type SetCredentialErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: a token that is empty, longer than 4096 characters or not visible ASCII; a malformed agent name.
+     */
+    422: ErrorBody;
+    /**
+     * `credentials_unavailable`: `HOLON_FILE_SECRET` is not set on this gateway.
+     */
+    503: ErrorBody;
+};
+
+export type SetCredentialError = SetCredentialErrors[keyof SetCredentialErrors];
+
+export type SetCredentialResponses = {
+    /**
+     * Set; the token is not echoed.
+     */
+    200: CredentialStatus;
+};
+
+export type SetCredentialResponse = SetCredentialResponses[keyof SetCredentialResponses];
+
+export type DraftAgentData = {
+    body: DraftRequest;
+    path?: never;
+    query?: never;
+    url: '/v0/agents/draft';
+};
+
+export type DraftAgentErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt or route.
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request` (a field out of its bounds, or a draft that is not a valid manifest, e.g. a `per_unit` price), `endpoint_refused` (not https, credentials in the URL, or a non-public address).
+     */
+    422: ErrorBody;
+    /**
+     * The example call failed: `runtime_unavailable` (no answer, or the connection was refused by the network guard), `agent_error` (a redirect, a non-2xx answer, a body that is not JSON or over 10 MiB, an `{"error"}` body), `timeout`.
+     */
+    502: ErrorBody;
+};
+
+export type DraftAgentError = DraftAgentErrors[keyof DraftAgentErrors];
+
+export type DraftAgentResponses = {
+    /**
+     * The draft, to review and then publish.
+     */
+    200: Draft;
+};
+
+export type DraftAgentResponse = DraftAgentResponses[keyof DraftAgentResponses];
