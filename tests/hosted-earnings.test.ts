@@ -34,8 +34,9 @@ before(async () => {
   github = await startGithubStandin();
   server = await startHttpsAgent(() => ({ ok: true }));
   hosted = await startTestHosted({
-    settings: standinSettings(github),
-    publishing: { checkEndpoint: async () => undefined },
+    // The agent serves on loopback: private endpoints allowed, as in development (gateway §7 "Network safety").
+    settings: { ...standinSettings(github), allow_private_endpoints: true },
+    ca: server.ca,
   });
 });
 

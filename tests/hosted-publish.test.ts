@@ -58,7 +58,9 @@ before(async () => {
   github = await startGithubStandin();
   server = await startHttpsAgent((_path, body) => ({ echo: body }));
   hosted = await startTestHosted({
-    settings: standinSettings(github),
+    // The agent serves on loopback: the guarded client may reach it (development setting); publish-time refusals come from the check below.
+    settings: { ...standinSettings(github), allow_private_endpoints: true },
+    ca: server.ca,
     publishing: {
       checkEndpoint: async (url) => {
         if (refusedEndpoints.has(url)) throw new Error('intranet.example resolves to 10.0.0.8, a private address');

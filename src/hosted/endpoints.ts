@@ -20,9 +20,9 @@ export interface EndpointAccess extends PublishedAccess {
 
 /**
  * The access of a hosted gateway with `settings` (`HOLON_FILE_SECRET`, `HOLON_ALLOW_PRIVATE_ENDPOINTS`);
- * `egress.resolve` replaces the system resolver (tests).
+ * `egress.resolve` replaces the system resolver and `egress.ca` Node's certificate authorities (tests).
  */
-export function endpointAccess(settings: Pick<HostedSettings, 'file_secret' | 'allow_private_endpoints'>, egress: Pick<EgressOptions, 'resolve'> = {}): EndpointAccess {
+export function endpointAccess(settings: Pick<HostedSettings, 'file_secret' | 'allow_private_endpoints'>, egress: Pick<EgressOptions, 'resolve' | 'ca'> = {}): EndpointAccess {
   const options: EgressOptions = { ...egress, allow_private: settings.allow_private_endpoints };
   const key = settings.file_secret === null ? null : credentialKey(settings.file_secret);
   return {

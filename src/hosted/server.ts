@@ -52,6 +52,8 @@ export interface HostedGatewayOptions {
   logger?: Logger;
   /** The resolver of authors' endpoint hosts (default: the system's); tests inject a stand-in. */
   resolve?: Resolve;
+  /** Certificate authorities (PEM) the guarded client trusts instead of Node's (default: Node's); tests trust their own agent's certificate. */
+  ca?: string;
 }
 
 /** What the hosted layer wires into publishing and the author's view from other modules; tests replace some. */
@@ -138,7 +140,7 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
   // A request still failing while the gateway closes (its pool is gone) is the shutdown, not a failed write.
   let closing = false;
   const stop = options.stop ?? exitOnDatabaseFailure(logger);
-  const endpoints = endpointAccess(settings, { resolve: options.resolve });
+  const endpoints = endpointAccess(settings, { resolve: options.resolve, ca: options.ca });
   const running = await startGateway({
     port: options.port,
     host: options.host,

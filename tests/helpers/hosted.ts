@@ -48,6 +48,8 @@ export async function startTestHosted(
     logger?: Logger;
     stop?: (error: unknown) => void;
     publishing?: Partial<PublishingHooks>;
+    /** Certificate authorities the guarded client trusts (an https test agent's certificate). */
+    ca?: string;
   } = {},
 ): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
@@ -63,6 +65,7 @@ export async function startTestHosted(
     agents_host_port: null,
     stop: options.stop,
     publishing: options.publishing,
+    ca: options.ca,
     logger: options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
   });
   const http = supertest(running.server);

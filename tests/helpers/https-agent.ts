@@ -16,6 +16,8 @@ import { Agent, setGlobalDispatcher } from 'undici';
 export interface HttpsAgent {
   /** `https://127.0.0.1:<port>`. */
   url: string;
+  /** Its self-signed certificate (PEM), for a client that must trust it explicitly (the hosted gateway's guarded client). */
+  ca: string;
   received: Array<{ path: string; headers: IncomingHttpHeaders; body: string }>;
   close(): Promise<void>;
 }
@@ -43,6 +45,7 @@ export async function startHttpsAgent(answer: (path: string, body: unknown) => u
   setGlobalDispatcher(new Agent({ connect: { ca: cert } }));
   return {
     url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    ca: cert.toString('utf8'),
     received,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
