@@ -36,4 +36,7 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   'create-key': ['human'],
   'revoke-key': ['human'],
   'admin-credit': ['admin'],
+  // Files (§7 "Files"): uploaded by the caller's keys; downloaded through a signed link, no key.
+  'upload-file': ['human', 'agent'],
+  'download-file': anyone,
 };

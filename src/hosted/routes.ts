@@ -24,6 +24,7 @@ import { OPERATION_PRINCIPALS } from './policy.ts';
 import { requirePrincipal, type Principal } from './principal.ts';
 import { inScope, mandatesInScope, requireScope } from './scope.ts';
 import { idempotentCall } from './idempotency.ts';
+import { downloadFile, uploadFile, type FileRouteDeps } from './file-routes.ts';
 
 /** What the hosted handlers need. */
 export interface HostedRouteDeps extends AccountDeps {
@@ -33,6 +34,8 @@ export interface HostedRouteDeps extends AccountDeps {
   github: GithubHandlers;
   /** Counts one sign-up from the request's address; throws 429 past the bound. */
   limitSignup: (ctx: Koa.Context) => Promise<void>;
+  /** The file operations' link key, bounds and clock. */
+  files: FileRouteDeps;
 }
 
 /** An account's figures as `AccountBalance`; null when the binding has no account for it. */
@@ -207,6 +210,10 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       const { account: _account, ...view } = keyView(row);
       return view;
     },
+
+    'upload-file': async (_request, ctx, principal) => uploadFile(deps.files, ctx, (principal as Extract<Principal, { kind: 'human' | 'agent' }>).account),
+
+    'download-file': async (request: OperationRequest<'download-file'>, ctx) => downloadFile(deps.files, ctx, request),
 
     'admin-credit': async ({ body }: OperationRequest<'admin-credit'>) => {
       const credited = await adminCredit(deps, body.account, parseMoney(body.amount, 'amount'));

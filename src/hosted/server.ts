@@ -16,6 +16,9 @@ import { interruptRunningClaims } from './idempotency.ts';
 import { principalMiddleware, principalOf, requirePrincipal, type Principal } from './principal.ts';
 import { hostedHandlers } from './routes.ts';
 import { readSettings, type HostedSettings } from './settings.ts';
+import { linkKey } from './file-links.ts';
+import { attachFiles } from './files.ts';
+import { startFileSweep } from './file-sweep.ts';
 
 /** Options of {@link startHostedGateway}. */
 export interface HostedGatewayOptions {
@@ -43,6 +46,13 @@ export interface HostedGatewayOptions {
    */
   allowed_hosts?: readonly string[];
   logger?: Logger;
+  /** The clock of files (upload time, link expiry, the sweep), ms since the epoch; default `Date.now`. Tests move it. */
+  clock?: () => number;
+}
+
+/** Where signed file links point: `HOLON_PUBLIC_URL`, else the gateway's own URL once it listens. */
+interface LinkOrigin {
+  url: string | null;
 }
 
 /** The agent directories `HOLON_REGISTRY` names, `agents` by default: the demo agents of `examples/` are never listed unless added. */
@@ -57,7 +67,12 @@ const mcpNeedsAgentKey: Koa.Middleware = async (ctx, next) => {
 };
 
 /** The hosted layer over a ready gateway. */
-export async function hostedExtension(parts: GatewayParts, settings: HostedSettings, stop: (error: unknown) => void): Promise<GatewayAppExtension> {
+export async function hostedExtension(
+  parts: GatewayParts,
+  settings: HostedSettings,
+  stop: (error: unknown) => void,
+  files: { clock: () => number; origin: LinkOrigin },
+): Promise<GatewayAppExtension> {
   const db = parts.database.knex;
   await interruptRunningClaims(db);
   const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
@@ -69,7 +84,14 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
   };
-  const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup };
+  const link_key = linkKey(settings.file_secret);
+  const origin = () => {
+    if (files.origin.url === null) throw new Error('a file link was asked for before the gateway listens');
+    return files.origin.url;
+  };
+  parts.gateway.useFiles((input, owner) => attachFiles(db, { key: link_key, origin }, input, owner, files.clock()));
+  const fileDeps = { db, link_key, bounds: settings.file_bounds, now_ms: files.clock };
+  const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup, files: fileDeps };
   return {
     middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
@@ -106,6 +128,8 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
   // A request still failing while the gateway closes (its pool is gone) is the shutdown, not a failed write.
   let closing = false;
   const stop = options.stop ?? exitOnDatabaseFailure(logger);
+  const clock = options.clock ?? Date.now;
+  const origin: LinkOrigin = { url: settings.public_url };
   const running = await startGateway({
     port: options.port,
     host: options.host,
@@ -116,12 +140,15 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     agents_host_port: options.agents_host_port,
     allowed_hosts: [...(options.allowed_hosts ?? allowedHostsFromEnv()), ...(settings.public_url ? [settings.public_url] : [])],
     logger,
-    extend: (parts) => hostedExtension(parts, settings, (error) => closing || stop(error)),
+    extend: (parts) => hostedExtension(parts, settings, (error) => closing || stop(error), { clock, origin }),
   });
+  origin.url ??= running.url;
+  const sweep = startFileSweep(running.db.knex, clock, logger);
   return {
     ...running,
     close: async () => {
       closing = true;
+      await sweep.stop();
       await running.close();
     },
   };

@@ -4,7 +4,9 @@
  * without the settings a public deployment needs, naming each missing one; a setting that only
  * disables a feature (GitHub sign-in) never stops it.
  */
+import { randomBytes } from 'node:crypto';
 import { parseMoney, type Micros } from '../contracts/money.ts';
+import { MAX_FILE_BYTES, MAX_LIVE_FILE_BYTES, type FileBounds } from './files.ts';
 import type { RateLimits } from './limits.ts';
 
 /** The hosted settings. Money in EUR micro-units. */
@@ -23,6 +25,13 @@ export interface HostedSettings {
   /** Exchange rates set by the platform on hosted mandates (`HOLON_FX`, JSON `{"USD": "0.92"}`). */
   fx: Record<string, string>;
   rate_limits: RateLimits;
+  /**
+   * `HOLON_FILE_SECRET`: the secret file-link keys are derived from. Required in production;
+   * elsewhere, when unset, a random one per process (links then stop working at a restart).
+   */
+  file_secret: string;
+  /** Upload bounds in bytes: 20 MiB per file, 200 MiB live per account (gateway §7 "Files"). */
+  file_bounds: FileBounds;
 }
 
 /** Reads a positive integer setting, `fallback` when unset; a malformed one is a problem. */
@@ -101,5 +110,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
       : null,
     fx,
     rate_limits,
+    file_secret: env.HOLON_FILE_SECRET || randomBytes(32).toString('base64url'),
+    file_bounds: { max_file_bytes: MAX_FILE_BYTES, max_live_bytes: MAX_LIVE_FILE_BYTES },
   };
 }
