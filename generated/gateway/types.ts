@@ -437,7 +437,7 @@ export interface paths {
         };
         /**
          * Download a file through a signed link (gateway §7 "Files")
-         * @description No key: the link is the credential. `exp` (seconds since the epoch) and `sig` (HMAC-SHA256 of the file id and `exp`, with a key derived from `HOLON_FILE_SECRET`) come from `_meta["holon/files"]`; a link is bound to one file and valid 15 minutes. Served as an attachment, with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandboxing`, so a browser never renders it as a page of the gateway.
+         * @description No key: the link is the credential. `exp` (seconds since the epoch) and `sig` (HMAC-SHA256 of the file id and `exp`, with a key derived from `HOLON_FILE_SECRET`) come from `_meta["holon/files"]`; a link is bound to one file and valid 15 minutes. Served as an attachment, with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox; default-src 'none'`, so a browser never renders it as a page of the gateway. A key is not needed, but one that is presented must be live (401 otherwise, as everywhere).
          */
         get: operations["download-file"];
         put?: never;
@@ -1874,6 +1874,7 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
+            401: components["responses"]["Unauthorized"];
             /** @description `invalid_signature` (not a link the gateway signed for this file) or `link_expired`. */
             403: {
                 headers: {

@@ -115,7 +115,7 @@ export async function readFileBytes(db: Knex, id: string, now_ms: number): Promi
 
 /** Deletes every file expired at `now_ms` (24 hours after its upload); answers how many. */
 export async function sweepFiles(db: Knex, now_ms: number): Promise<number> {
-  return db('hosted_files').where('expires_at', '<=', new Date(now_ms)).delete();
+  return (await db('hosted_files').where('expires_at', '<=', new Date(now_ms)).delete().returning('id')).length;
 }
 
 /**

@@ -42,7 +42,16 @@ export const uniqueAccount = (prefix = 'h'): string => `${prefix}-${randomUUID()
 
 /** Starts a hosted gateway for tests; `settings` override the defaults above. */
 export async function startTestHosted(
-  options: { store?: { db: string; database_url?: string }; settings?: Partial<HostedSettings>; logger?: Logger; stop?: (error: unknown) => void } = {},
+  options: {
+    store?: { db: string; database_url?: string };
+    settings?: Partial<HostedSettings>;
+    logger?: Logger;
+    stop?: (error: unknown) => void;
+    /** Agent directories (default: the test agents). */
+    agent_dirs?: readonly string[];
+    /** The files' clock (default `Date.now`). */
+    clock?: () => number;
+  } = {},
 ): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
   // Generous rate limits unless a test sets its own: every test request comes from 127.0.0.1.
@@ -52,7 +61,8 @@ export async function startTestHosted(
     port: 0,
     ...store,
     settings,
-    agent_dirs: [FIXTURE_AGENTS],
+    agent_dirs: options.agent_dirs ?? [FIXTURE_AGENTS],
+    clock: options.clock,
     exclude: [],
     agents_host_port: null,
     stop: options.stop,

@@ -307,7 +307,7 @@ export const uploadFile = <ThrowOnError extends boolean = false>(options: Option
 /**
  * Download a file through a signed link (gateway §7 "Files")
  *
- * No key: the link is the credential. `exp` (seconds since the epoch) and `sig` (HMAC-SHA256 of the file id and `exp`, with a key derived from `HOLON_FILE_SECRET`) come from `_meta["holon/files"]`; a link is bound to one file and valid 15 minutes. Served as an attachment, with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandboxing`, so a browser never renders it as a page of the gateway.
+ * No key: the link is the credential. `exp` (seconds since the epoch) and `sig` (HMAC-SHA256 of the file id and `exp`, with a key derived from `HOLON_FILE_SECRET`) come from `_meta["holon/files"]`; a link is bound to one file and valid 15 minutes. Served as an attachment, with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox; default-src 'none'`, so a browser never renders it as a page of the gateway. A key is not needed, but one that is presented must be live (401 otherwise, as everywhere).
  */
 export const downloadFile = <ThrowOnError extends boolean = false>(options: Options<DownloadFileData, ThrowOnError>) => (options.client ?? client).get<DownloadFileResponses, DownloadFileErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -1647,6 +1647,10 @@ export type DownloadFileData = {
 
 export type DownloadFileErrors = {
     /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
      * `invalid_signature` (not a link the gateway signed for this file) or `link_expired`.
      */
     403: ErrorBody;
