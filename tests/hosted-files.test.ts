@@ -105,6 +105,15 @@ test('uploads past the bounds are refused and store nothing; the quota counts li
   await upload(bob.agent, Buffer.alloc(1000, 4)).expect(201);
 });
 
+test('concurrent uploads cannot together pass the quota: exactly one of two that each fit alone is stored', async () => {
+  const dave = await hosted.signup();
+  await upload(dave.agent, Buffer.alloc(1000, 1)).expect(201);
+  const both = await Promise.all([upload(dave.agent, Buffer.alloc(1000, 2)), upload(dave.human, Buffer.alloc(1000, 3))]);
+  assert.deepEqual(both.map((r) => r.status).sort(), [201, 413]);
+  const [{ total }] = await hosted.running.db.knex('hosted_files').where({ owner: dave.handle }).sum({ total: 'size' });
+  assert.equal(Number(total), 2000);
+});
+
 test('an upload without a body, with a Content-Encoding, or with a malformed media type is refused', async () => {
   const empty = await hosted.http.post('/v0/files').set(bearer(alice.agent)).set('content-type', 'application/octet-stream').send(Buffer.alloc(0)).expect(422);
   assert.equal(empty.body.code, 'invalid_request');
