@@ -2,12 +2,13 @@
  * Files on the hosted gateway (gateway §7 "Files", §6 `_meta["holon/files"]`): uploads bounded
  * per file and per account, handles only the root mandate's issuer may pass (delegated calls
  * included; else `file_not_found`, never billed), signed links bound to one file and valid 15
- * minutes, served as attachments, and the sweep 24 hours after upload, all on a test clock.
+ * minutes, served as attachments, the sweep 24 hours after upload, all on a test clock; and
+ * evaluation fixtures, served to the agent under evaluation and never passable by a caller.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +17,12 @@ import { LINK_TTL_MS } from '../src/hosted/file-links.ts';
 import { readSettings } from '../src/hosted/settings.ts';
 import { FIXTURE_AGENTS } from './helpers/gateway.ts';
 import { startTestHosted, type TestAccount, type TestHosted } from './helpers/hosted.ts';
-import { startMcpServer, type TestMcpServer } from './helpers/runtimes.ts';
+import { startMcpServer, type TestMcpServer, type ToolCall } from './helpers/runtimes.ts';
+import pino from 'pino';
+import { Registry } from '../src/gateway/registry.ts';
+import { runtimeFor } from '../src/runtimes/index.ts';
+import { EVAL_FILES_OWNER, evaluateVersion } from '../src/hosted/evaluation.ts';
+import { linkKey } from '../src/hosted/file-links.ts';
 
 const FILE_AGENTS = fileURLToPath(new URL('./fixtures/file-agents', import.meta.url));
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -28,9 +34,22 @@ let reader: TestMcpServer;
 let agents: string;
 let alice: TestAccount;
 let bob: TestAccount;
+/** What the reader's downloads of its links gave: status and whether the bytes match the link's SHA-256. */
+const downloads: Array<{ status: number; intact: boolean }> = [];
+/** Run by the reader inside a call when set (a test's probe while an agent runs). */
+let probe: ((call: ToolCall) => Promise<void>) | null = null;
 
 before(async () => {
-  reader = await startMcpServer(() => ({ content: [{ type: 'text', text: '{"read": true}' }], structuredContent: { read: true } }));
+  // The reader downloads every link it gets and checks the bytes, as the profile asks an agent to.
+  reader = await startMcpServer(async (call) => {
+    for (const link of Object.values((call.meta?.['holon/files'] ?? {}) as Record<string, { url: string; sha256: string }>)) {
+      const response = await fetch(link.url);
+      const bytes = Buffer.from(await response.arrayBuffer());
+      downloads.push({ status: response.status, intact: createHash('sha256').update(bytes).digest('hex') === link.sha256 });
+    }
+    await probe?.(call);
+    return { content: [{ type: 'text', text: '{"read": true}' }], structuredContent: { read: true } };
+  });
   agents = await mkdtemp(path.join(tmpdir(), 'holon-file-agents-'));
   await cp(FILE_AGENTS, agents, { recursive: true });
   const manifest = path.join(agents, 'gtf--reader', 'holon.yaml');
@@ -221,4 +240,64 @@ test('files are deleted 24 hours after upload: not attached or served after, and
   const gone = await hosted.http.get(fresh.path).expect(404);
   assert.equal(gone.body.code, 'file_not_found');
   assert.notEqual(link, fresh.path);
+});
+
+test('evaluation fixtures reach the agent under evaluation as links, and no caller can pass them, during the run or after', async () => {
+  const suites = await mkdtemp(path.join(tmpdir(), 'holon-fixture-suites-'));
+  try {
+    const bytes = Buffer.from('a hidden fixture');
+    await mkdir(path.join(suites, 'gt.file', 'files'), { recursive: true });
+    await writeFile(path.join(suites, 'gt.file', 'files', 'sample.bin'), bytes);
+    await writeFile(path.join(suites, 'gt.file', 'reads.json'), JSON.stringify({ input: { file: 'holon://files/fixture/sample.bin' }, expect: { output: { read: true } } }));
+    const probes: Array<{ status: number; code: string }> = [];
+    probe = async (call) => {
+      const handle = (call.arguments as { file: string }).file;
+      const refused = await hosted.http.post('/v0/calls').set(bearer(alice.agent)).send({ mandate: alice.mandate, agent: 'gtf/reader', input: { file: handle } });
+      probes.push({ status: refused.status, code: refused.body.code });
+    };
+    const knex = hosted.running.db.knex;
+    const agent = (await Registry.fromDatabase(knex)).get('gtf/reader', '1.0.0')!;
+    const downloaded = downloads.length;
+    const [evaluation] = await evaluateVersion(
+      { db: knex, runtimeFor: (kind) => runtimeFor(kind), source: { dir: suites, suite: 'public' }, logger: pino({ level: 'silent' }), files: { key: linkKey(hosted.settings.file_secret), origin: () => hosted.running.url }, clock: () => now_ms },
+      agent,
+    );
+    probe = null;
+    assert.deepEqual([evaluation.status, evaluation.passed, evaluation.total], ['done', 1, 1]);
+    // The stored case shows the fixture's name, never the temporary handle.
+    assert.deepEqual(evaluation.cases[0].input, { file: 'holon://files/fixture/sample.bin' });
+    assert.deepEqual(downloads.slice(downloaded), [{ status: 200, intact: true }]);
+    assert.deepEqual(probes, [{ status: 404, code: 'file_not_found' }]);
+    const handle = reader.calls.at(-1)!.arguments as { file: string };
+    assert.match(handle.file, /^holon:\/\/files\/f_[A-Za-z0-9_-]{22}$/);
+    assert.equal((await knex('hosted_files').where({ owner: EVAL_FILES_OWNER })).length, 0, 'fixtures live only while their case runs');
+    const after = await hosted.http.post('/v0/calls').set(bearer(alice.agent)).send({ mandate: alice.mandate, agent: 'gtf/reader', input: handle }).expect(404);
+    assert.equal(after.body.code, 'file_not_found');
+    // A caller naming a fixture the way a suite does gets the same answer.
+    const named = await hosted.http.post('/v0/calls').set(bearer(alice.agent)).send({ mandate: alice.mandate, agent: 'gtf/reader', input: { file: 'holon://files/fixture/sample.bin' } }).expect(404);
+    assert.equal(named.body.code, 'file_not_found');
+  } finally {
+    probe = null;
+    await rm(suites, { recursive: true, force: true });
+  }
+});
+
+test('a suite naming a missing fixture, or one outside its files/ directory, fails its evaluation', async () => {
+  const suites = await mkdtemp(path.join(tmpdir(), 'holon-fixture-suites-'));
+  try {
+    await mkdir(path.join(suites, 'gt.file'), { recursive: true });
+    const agent = (await Registry.fromDatabase(hosted.running.db.knex)).get('gtf/reader', '1.0.0')!;
+    const deps = { db: hosted.running.db.knex, runtimeFor: (kind: any) => runtimeFor(kind), source: { dir: suites, suite: 'public' as const }, logger: pino({ level: 'silent' }) };
+    await writeFile(path.join(suites, 'gt.file', 'missing.json'), JSON.stringify({ input: { file: 'holon://files/fixture/absent.bin' }, expect: { output: { read: true } } }));
+    const [missing] = await evaluateVersion(deps, agent);
+    assert.equal(missing.status, 'failed');
+    assert.match(missing.error!, /missing\.json: the fixture .*absent\.bin is not a file/);
+    await rm(path.join(suites, 'gt.file', 'missing.json'));
+    await writeFile(path.join(suites, 'gt.file', 'escape.json'), JSON.stringify({ input: { file: 'holon://files/fixture/../../secret' }, expect: { output: { read: true } } }));
+    const [escape] = await evaluateVersion(deps, agent);
+    assert.equal(escape.status, 'failed');
+    assert.match(escape.error!, /a fixture is named by a plain file name of gt\.file\/files\//);
+  } finally {
+    await rm(suites, { recursive: true, force: true });
+  }
 });

@@ -5,16 +5,27 @@
  * it fails with the declared error `expect.error`. The repository's `evals/` holds public samples;
  * `HOLON_PRIVATE_EVALS` names a directory laid out the same whose suites replace them all (the
  * holdout cases, reported as pass/fail only).
+ *
+ * Fixtures: a case's input may name a file of its suite's `files/` directory as the string
+ * `holon://files/fixture/<name>`. The runner stores it as a platform file for the case's run only
+ * and puts the file's real handle in its place (gateway §7 "Files": evaluation fixtures).
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+import { MAX_FILE_BYTES } from './files.ts';
 
 /** The most cases a suite runs; the rest of a larger suite is refused at load, naming the bound. */
 export const MAX_CASES_PER_SUITE = 200;
 
 /** The largest case file read, in bytes (1 MiB, the same as a call's body). */
 export const MAX_CASE_BYTES = 1_048_576;
+
+/** How a case's input names a fixture of its suite's `files/` directory. */
+export const FIXTURE_PREFIX = 'holon://files/fixture/';
+
+/** A fixture's file name: no path separators (and not only dots, checked beside it). */
+const FIXTURE_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** A capability name as a suite directory (`extraction.table`): no path separators, no dot-only names. */
 const CAPABILITY = /^[a-z0-9][a-z0-9._-]{0,127}$/;
@@ -56,7 +67,8 @@ function parseCase(file: string, value: unknown): EvalCase {
 /**
  * The suite of `capability` in `source.dir`, cases in name order; null when there is none.
  * Throws an Error naming the file for a case that is unreadable, too large or malformed, and for
- * a suite over {@link MAX_CASES_PER_SUITE} cases.
+ * a suite over {@link MAX_CASES_PER_SUITE} cases, and for a fixture that is missing or over
+ * `MAX_FILE_BYTES` (a suite's fault is never counted against the agent).
  */
 export async function loadSuite(source: SuiteSource, capability: string): Promise<EvalCase[] | null> {
   if (!CAPABILITY.test(capability) || /^\.+$/.test(capability)) return null;
@@ -79,9 +91,53 @@ export async function loadSuite(source: SuiteSource, capability: string): Promis
     } catch (error) {
       throw new Error(`${file}: not JSON (${(error as Error).message})`);
     }
-    cases.push(parseCase(file, value));
+    const parsed = parseCase(file, value);
+    await checkFixtures(source, capability, file, parsed.input);
+    cases.push(parsed);
   }
   return cases.length > 0 ? cases : null;
+}
+
+/**
+ * The fixture files a case's input names (`holon://files/fixture/<name>`), as paths inside the
+ * suite's `files/` directory, keyed by the string that names them. Throws an Error for a name
+ * that is not a plain file name (no path may leave `files/`).
+ */
+export function fixturesOf(source: SuiteSource, capability: string, input: unknown): Map<string, string> {
+  const found = new Map<string, string>();
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string' && value.startsWith(FIXTURE_PREFIX)) {
+      const name = value.slice(FIXTURE_PREFIX.length);
+      if (!FIXTURE_NAME.test(name) || /^\.+$/.test(name)) throw new Error(`${value}: a fixture is named by a plain file name of ${capability}/files/`);
+      found.set(value, path.join(source.dir, capability, 'files', name));
+    } else if (Array.isArray(value)) value.forEach(walk);
+    else if (value !== null && typeof value === 'object') Object.values(value).forEach(walk);
+  };
+  walk(input);
+  return found;
+}
+
+/** `value` with every string that is a key of `replacements` replaced by its value (a JSON copy). */
+export function replaceStrings(value: unknown, replacements: ReadonlyMap<string, string>): unknown {
+  if (typeof value === 'string') return replacements.get(value) ?? value;
+  if (Array.isArray(value)) return value.map((item) => replaceStrings(item, replacements));
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceStrings(v, replacements)]));
+  return value;
+}
+
+/** Throws an Error naming the case file when a fixture its input names is not a file of at most `MAX_FILE_BYTES`. */
+async function checkFixtures(source: SuiteSource, capability: string, file: string, input: unknown): Promise<void> {
+  let fixtures: Map<string, string>;
+  try {
+    fixtures = fixturesOf(source, capability, input);
+  } catch (error) {
+    throw new Error(`${file}: ${(error as Error).message}`);
+  }
+  for (const fixture of fixtures.values()) {
+    const size = await stat(fixture).then((s) => (s.isFile() ? s.size : -1), () => -1);
+    if (size < 0) throw new Error(`${file}: the fixture ${fixture} is not a file`);
+    if (size > MAX_FILE_BYTES) throw new Error(`${file}: the fixture ${fixture} weighs ${size} bytes; a fixture is at most ${MAX_FILE_BYTES}`);
+  }
 }
 
 /** Whether what the agent answered is what the case expects. */

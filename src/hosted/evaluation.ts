@@ -10,11 +10,14 @@
  * `evaluateVersion` works on any listed version, shipped or published; publishing calls it in
  * the background (`void evaluateVersion(…)`) once a version is listed.
  */
+import { readFile } from 'node:fs/promises';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { agentRef, type ListedAgent } from '../gateway/registry.ts';
 import type { RunOutcome, Runtime } from '../runtimes/types.ts';
-import { casePasses, loadSuite, type EvalCase, type SuiteSource } from './eval-suites.ts';
+import type { FileLink } from '../runtimes/types.ts';
+import { casePasses, fixturesOf, loadSuite, replaceStrings, type EvalCase, type SuiteSource } from './eval-suites.ts';
+import { attachFiles, MAX_FILE_BYTES, MAX_LIVE_FILE_BYTES, storeFile } from './files.ts';
 
 /** What the runner needs: the database, the runtimes the gateway uses (the guarded client for published agents), the suites' source. */
 export interface EvaluationDeps {
@@ -22,7 +25,18 @@ export interface EvaluationDeps {
   runtimeFor: (kind: ListedAgent['loaded']['manifest']['runtime']['kind']) => Runtime;
   source: SuiteSource;
   logger: Logger;
+  /** How fixture files are linked (the gateway's link key and public origin); absent, a case naming a fixture fails. */
+  files?: { key: Buffer; origin: () => string };
+  /** The files' clock, ms since the epoch (default `Date.now`): the gateway's, so its links verify. */
+  clock?: () => number;
 }
+
+/**
+ * The owner of evaluation fixtures while a case runs: no account can have it (a handle has no
+ * `:`), so no caller's root mandate is ever issued by it and no call can pass a fixture
+ * (gateway §7 "Files": hidden cases stay hidden from calls).
+ */
+export const EVAL_FILES_OWNER = 'holon:evals';
 
 /** The largest answer stored with a public case, in characters of JSON (64 KiB); a larger one is stored as its size. */
 export const MAX_STORED_ANSWER_CHARS = 65_536;
@@ -56,20 +70,50 @@ export interface EvaluationView {
 }
 
 /** An answer as stored: outputs over {@link MAX_STORED_ANSWER_CHARS} are replaced by their size. */
-function stored(got: { output: unknown } | { error: string; message: string }): CaseAnswer {
+function stored(got: Got): CaseAnswer {
   if (!('output' in got)) return got;
   const chars = JSON.stringify(got.output)?.length ?? 0;
   return chars > MAX_STORED_ANSWER_CHARS ? { omitted_chars: chars } : got;
 }
 
+/** A case's outcome: the agent's output or the error it ended with. */
+type Got = { output: unknown } | { error: string; message: string };
+
+/**
+ * Runs one case: its fixtures (checked when the suite was loaded) stored as platform files
+ * ({@link EVAL_FILES_OWNER}) for this run only, their handles put in the input and their links
+ * given to the agent; deleted afterwards, whatever happened.
+ */
+async function runCase(deps: EvaluationDeps, agent: ListedAgent, capability: string, c: EvalCase): Promise<Got> {
+  const fixtures = fixturesOf(deps.source, capability, c.input);
+  if (fixtures.size === 0) return runWith(deps, agent, capability, c, c.input, {});
+  if (!deps.files) return { error: 'gateway_error', message: 'this runner keeps no files: a case naming a fixture cannot run' };
+  const ids: string[] = [];
+  try {
+    const handles = new Map<string, string>();
+    for (const [name, file] of fixtures) {
+      const stored = await storeFile(deps.db, { owner: EVAL_FILES_OWNER, content_type: 'application/octet-stream', bytes: await readFile(file), now_ms: (deps.clock ?? Date.now)() }, { max_file_bytes: MAX_FILE_BYTES, max_live_bytes: MAX_LIVE_FILE_BYTES });
+      ids.push(stored.id);
+      handles.set(name, stored.handle);
+    }
+    const input = replaceStrings(c.input, handles);
+    const attached = await attachFiles(deps.db, deps.files, input, EVAL_FILES_OWNER, (deps.clock ?? Date.now)());
+    if (!attached.ok) return { error: attached.code, message: attached.message };
+    return await runWith(deps, agent, capability, c, input, attached.links);
+  } finally {
+    if (ids.length > 0) await deps.db('hosted_files').whereIn('id', ids).delete();
+  }
+}
+
 /** What the agent answered, judged as a call would be: input checked first, output against `interface.output`. */
-async function runCase(deps: EvaluationDeps, agent: ListedAgent, capability: string, c: EvalCase): Promise<{ output: unknown } | { error: string; message: string }> {
+async function runWith(deps: EvaluationDeps, agent: ListedAgent, capability: string, c: EvalCase, input: unknown, files: Record<string, FileLink>): Promise<Got> {
   const { manifest, check } = agent.loaded;
-  const wrongInput = check.input(c.input);
+  const wrongInput = check.input(input);
   if (wrongInput) return { error: 'rejected_input', message: `the case's input does not match ${agentRef(manifest)}'s interface: ${wrongInput.join('; ')}` };
   const outcome: RunOutcome = await deps.runtimeFor(manifest.runtime.kind).run({
     target: { id: manifest.id, version: manifest.version, runtime: { kind: manifest.runtime.kind, endpoint: manifest.runtime.endpoint ?? undefined, tool: manifest.runtime.tool ?? undefined }, dir: agent.dir ?? undefined },
-    input: c.input,
+    input,
+    files,
     call_id: `eval:${agentRef(manifest)}:${capability}:${c.name}`,
     max_cost: null,
     credential: null,
