@@ -9,6 +9,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { components } from '../../generated/gateway/types.ts';
 import { int } from '../db/index.ts';
 import { HttpError } from '../http/errors.ts';
 import type { FilesAttached } from '../gateway/lifecycle.ts';
@@ -40,14 +41,7 @@ export interface FileBounds {
 }
 
 /** A stored file as the API shows it (`FileHandle` in `openapi/gateway.yaml`). */
-export interface FileView {
-  handle: string;
-  id: string;
-  content_type: string;
-  size: number;
-  sha256: string;
-  expires_at: string;
-}
+export type FileView = components['schemas']['FileHandle'];
 
 /** A media type token (RFC 9110 §5.6.2). */
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
