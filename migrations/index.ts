@@ -11,6 +11,7 @@ import * as clearingWritePath from './005_clearing_write_path.ts';
 import * as hosted from './006_hosted.ts';
 import * as publishing from './011_publishing.ts';
 import * as endpointCredentials from './010_endpoint_credentials.ts';
+import * as filesEvaluations from './012_files_evaluations.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '006_hosted': hosted,
   '011_publishing': publishing,
   '010_endpoint_credentials': endpointCredentials,
+  '012_files_evaluations': filesEvaluations,
 };
 
 /** knex's `migrationSource` over the table above. */

@@ -34,6 +34,7 @@ async function snapshot(hosted: TestHosted) {
     keys: await knex('hosted_keys').orderBy('prefix').select('prefix', 'sha256', 'mandate'),
     receipts: (await knex('gateway_receipts').orderBy('id').select('id', 'document')).map((r) => [r.id, typeof r.document === 'string' ? JSON.parse(r.document) : r.document]),
     approvals: await knex('gateway_approvals').orderBy('id').select('id', 'status'),
+    files: (await knex('hosted_files').orderBy('id').select('id', 'owner', 'content_type', 'sha256', 'bytes')).map((r) => ({ ...r, bytes: Buffer.from(r.bytes).toString('hex') })),
     balances: (await hosted.http.get('/v0/accounts').set(bearer(ADMIN_KEY)).expect(200)).body,
   };
 }
@@ -66,9 +67,14 @@ test('a hosted gateway with traffic is backed up, restored elsewhere and comes b
     await first.http.post(`/v0/approvals/${held.body.approval.id}`).set(bearer(alice.human)).send({}).expect(200);
     await first.http.post('/v0/calls').set(bearer(bob.human)).send({ mandate: bob.mandate, agent: 'gt/run', input: { do: 'unbilled_error' } }).expect(502);
     await first.http.post('/v0/admin/credit').set(bearer(ADMIN_KEY)).send({ account: bob.handle, amount: '3.00' }).expect(200);
+    // A file with every byte value, so an encoding that is not byte-exact shows.
+    const bytes = Buffer.from(Array.from({ length: 512 }, (_, i) => i % 256));
+    await first.http.post('/v0/files').set(bearer(alice.agent)).set('content-type', 'application/octet-stream').send(bytes).expect(201);
     await first.running.outbox.drain();
     const before = await snapshot(first);
     assert.equal(before.receipts.length, 5);
+    assert.equal(before.files.length, 1);
+    assert.equal(before.files[0].bytes, bytes.toString('hex'));
     await first.close({ keep: true });
 
     await holon(['backup', '--out', file], first.store);

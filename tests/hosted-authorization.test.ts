@@ -13,6 +13,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import YAML from 'yaml';
 import { operationTable } from '../generated/gateway/server.ts';
+import { linkKey, signedPath } from '../src/hosted/file-links.ts';
 import { ADMIN_KEY, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from './helpers/hosted.ts';
 
 const PRINCIPALS = ['none', 'agentA', 'humanB', 'agentB', 'admin', 'expired', 'revoked', 'humanA'] as const;
@@ -22,6 +23,8 @@ type PrincipalName = (typeof PRINCIPALS)[number];
 interface Cell {
   path: string;
   body?: Record<string, unknown>;
+  /** A raw body (a file upload), sent as application/octet-stream. */
+  raw?: Buffer;
 }
 
 /** Statuses per principal; `expired` and `revoked` are always 401 `invalid_key`. */
@@ -38,6 +41,7 @@ let approvalId: string;
 let receiptId: string;
 /** A loopback webhook for `draft-agent` (the gateway runs with HOLON_ALLOW_PRIVATE_ENDPOINTS=1). */
 let webhook: Server;
+let fileLink: string;
 
 /** A fresh pending approval under A/careful (decide-approval consumes one per cell). */
 async function pendingApproval(): Promise<string> {
@@ -174,6 +178,12 @@ const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> =
     cell: async () => ({ path: '/v0/agents/draft', body: { name: 'drafted', endpoint: `http://127.0.0.1:${(webhook.address() as AddressInfo).port}/hook`, input: { q: 'x' } } }),
     expected: { none: 401, humanA: 200, agentA: 403, humanB: 200, agentB: 403, admin: 403 },
   },
+  'upload-file': {
+    cell: async () => ({ path: '/v0/files', raw: Buffer.from('a,b\n1,2\n') }),
+    expected: { none: 401, humanA: 201, agentA: 201, humanB: 201, agentB: 201, admin: 403 },
+  },
+  // The signed link is the credential: anyone holding it downloads.
+  'download-file': { cell: async () => ({ path: fileLink }), expected: same(200) },
 };
 
 const document = YAML.parse(readFileSync(new URL('../openapi/gateway.yaml', import.meta.url), 'utf8'));
@@ -199,6 +209,9 @@ before(async () => {
   await hosted.running.db.knex('hosted_keys').where({ prefix: expiring.body.prefix }).update({ expires_at: new Date(Date.now() - 1000) });
   const revoked = await hosted.http.post('/v0/keys').set('authorization', `Bearer ${A.human}`).send({ mandate: careful });
   assert.equal((await hosted.http.delete(`/v0/keys/${revoked.body.prefix}`).set('authorization', `Bearer ${A.human}`)).status, 200);
+  const file = await hosted.http.post('/v0/files').set('authorization', `Bearer ${A.agent}`).set('content-type', 'text/csv').send(Buffer.from('a,b\n'));
+  assert.equal(file.status, 201);
+  fileLink = signedPath(linkKey(hosted.settings.file_secret!), file.body.id, Date.now()).path;
   keys = { none: null, humanA: A.human, agentA: agentKey.body.key, humanB: B.human, agentB: B.agent, admin: ADMIN_KEY, expired: expiring.body.key, revoked: revoked.body.key };
 });
 
@@ -218,10 +231,10 @@ for (const op of operationTable) {
     const got: Record<string, number> = {};
     const want: Record<string, number> = {};
     for (const principal of PRINCIPALS) {
-      const { path, body } = await row.cell();
+      const { path, body, raw } = await row.cell();
       let request = hosted.http[op.method](path);
       if (keys[principal]) request = request.set('authorization', `Bearer ${keys[principal]}`);
-      const response = await (body ? request.send(body) : request);
+      const response = await (raw ? request.set('content-type', 'application/octet-stream').send(raw) : body ? request.send(body) : request);
       got[principal] = response.status;
       want[principal] = principal === 'expired' || principal === 'revoked' ? 401 : row.expected[principal];
       assert.ok(declared.includes(want[principal]), `${op.operationId}: the document does not declare ${want[principal]}`);

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { operations } from './types.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent";
+export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -642,6 +642,54 @@ export const operationTable: readonly Operation[] = [
     "body": {
       "$ref": "#/components/schemas/DraftRequest"
     }
+  },
+  {
+    "operationId": "upload-file",
+    "method": "post",
+    "path": "/v0/files",
+    "koaPath": "/v0/files",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "download-file",
+    "method": "get",
+    "path": "/v0/files/{id}",
+    "koaPath": "/v0/files/:id",
+    "params": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "type": "string",
+          "pattern": "^f_[A-Za-z0-9_-]{22}$"
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "query": {
+      "type": "object",
+      "properties": {
+        "exp": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 99999999999
+        },
+        "sig": {
+          "type": "string",
+          "pattern": "^[A-Za-z0-9_-]{43}$"
+        }
+      },
+      "required": [
+        "exp",
+        "sig"
+      ],
+      "additionalProperties": true
+    },
+    "body": null
   }
 ];
 
@@ -2644,6 +2692,44 @@ export const schemaDocument = {
           "yaml": {
             "type": "string",
             "description": "The same manifest as `holon.yaml` text."
+          }
+        }
+      },
+      "FileHandle": {
+        "type": "object",
+        "description": "An uploaded file (gateway §7 \"Files\").",
+        "required": [
+          "handle",
+          "id",
+          "content_type",
+          "size",
+          "sha256",
+          "expires_at"
+        ],
+        "properties": {
+          "handle": {
+            "type": "string",
+            "description": "`holon://files/<id>`: put it in a call's input."
+          },
+          "id": {
+            "type": "string"
+          },
+          "content_type": {
+            "type": "string"
+          },
+          "size": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Bytes."
+          },
+          "sha256": {
+            "type": "string",
+            "description": "Hex SHA-256 of the bytes."
+          },
+          "expires_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the file is deleted (24 hours after upload)."
           }
         }
       },

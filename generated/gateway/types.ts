@@ -581,6 +581,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v0/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file, get a handle (gateway §7 "Files")
+         * @description Human or agent key. The request body is the file itself, raw bytes (any media type: the request's `Content-Type` is recorded as the file's, `application/octet-stream` when none); no multipart and no base64, so nothing is inflated and the size bound applies to the bytes that are stored. At most 20 MiB (20,971,520 bytes) per file and 200 MiB of live files per account (the files of the key's account, whoever uploaded them); a file is deleted 24 hours after upload. Put the handle `holon://files/<id>` in a call's input: only calls under a root mandate the account issued may pass it.
+         */
+        post: operations["upload-file"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file through a signed link (gateway §7 "Files")
+         * @description No key: the link is the credential. `exp` (seconds since the epoch) and `sig` (HMAC-SHA256 of the file id and `exp`, with a key derived from `HOLON_FILE_SECRET`) come from `_meta["holon/files"]`; a link is bound to one file and valid 15 minutes. Served as an attachment, with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox; default-src 'none'`, so a browser never renders it as a page of the gateway. A key is not needed, but one that is presented must be live (401 otherwise, as everywhere).
+         */
+        get: operations["download-file"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1188,6 +1228,22 @@ export interface components {
             manifest: components["schemas"]["Manifest"];
             /** @description The same manifest as `holon.yaml` text. */
             yaml: string;
+        };
+        /** @description An uploaded file (gateway §7 "Files"). */
+        FileHandle: {
+            /** @description `holon://files/<id>`: put it in a call's input. */
+            handle: string;
+            id: string;
+            content_type: string;
+            /** @description Bytes. */
+            size: number;
+            /** @description Hex SHA-256 of the bytes. */
+            sha256: string;
+            /**
+             * Format: date-time
+             * @description When the file is deleted (24 hours after upload).
+             */
+            expires_at: string;
         };
         /** @description A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number. */
         Manifest_decimal: string;
@@ -2468,6 +2524,112 @@ export interface operations {
             };
             /** @description The example call failed: `runtime_unavailable` (no answer, or the connection was refused by the network guard), `agent_error` (a redirect, a non-2xx answer, a body that is not JSON or over 10 MiB, an `{"error"}` body), `timeout`. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "upload-file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description The stored file and its handle. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileHandle"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `file_too_large` (over 20 MiB) or `files_quota_exceeded` (the account's live files would pass 200 MiB); nothing is stored. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invalid_request`: the body is sent with a Content-Encoding; send the bytes unencoded. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invalid_request`: an empty body, or a Content-Type that is not a media type. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "download-file": {
+        parameters: {
+            query: {
+                exp: number;
+                sig: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `invalid_signature` (not a link the gateway signed for this file) or `link_expired`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `file_not_found`: the file was deleted (24 hours after upload) or never existed. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invalid_request`: a malformed id, `exp` or `sig`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -16,7 +16,7 @@ import { validateMandate } from '../contracts/mandate.ts';
 import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 import { chargeFor, worstCase, type Outcome, type WorstCase } from '../contracts/pricing.ts';
 import { splitCharge, splitLines } from '../contracts/split.ts';
-import type { Runtime, RunOutcome, Delegate } from '../runtimes/types.ts';
+import type { Runtime, RunOutcome, Delegate, FileLink } from '../runtimes/types.ts';
 import { HttpError } from '../http/errors.ts';
 import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
 import { rankingRate } from './catalogue.ts';
@@ -82,6 +82,17 @@ export interface GatewayDeps {
   gateway_id: string;
 }
 
+/**
+ * What a composition that keeps files (the hosted gateway, gateway §7 "Files") gives the call
+ * pipeline: the signed links for the `holon://files/…` handles of an input, when `owner` (the
+ * issuer of the call's root mandate) owns every one; else the refusal, whose code the receipt
+ * carries (`file_not_found`, `too_many_files`), never billed.
+ */
+export type FileAttacher = (input: unknown, owner: string) => Promise<FilesAttached>;
+
+/** The answer of a {@link FileAttacher}: the links keyed by handle, or why the call is refused. */
+export type FilesAttached = { ok: true; links: Record<string, FileLink> } | { ok: false; code: 'file_not_found' | 'too_many_files'; message: string };
+
 /** How long a hold outlives the run's timeout, so settlement can draw on it after a slow finish. */
 const HOLD_MARGIN_MS = 10 * 60 * 1000;
 
@@ -96,6 +107,8 @@ interface Call {
   max_cost_micros: Micros | null;
   agent?: ListedAgent;
   worst?: Extract<WorstCase, { ok: true }>;
+  /** The input's file links (gateway §6 `_meta["holon/files"]`). */
+  files?: Record<string, FileLink>;
 }
 
 /** A refusal that ends a call before it runs: its receipt status, HTTP status and error. */
@@ -115,7 +128,15 @@ export class Gateway {
   /** Measured runs and successes per agent id (the measured record), kept current by `finish`. */
   readonly stats = new Map<string, { runs: number; successes: number }>();
 
+  /** Set by the hosted composition ({@link useFiles}); absent, file handles are plain strings. */
+  private files: FileAttacher | null = null;
+
   constructor(private readonly deps: GatewayDeps) {}
+
+  /** Makes every call check and link the files its input names (gateway §7 "Files"); set once, before the gateway serves. */
+  useFiles(attacher: FileAttacher): void {
+    this.files = attacher;
+  }
 
   /** The identity of a call's work at the binding: `<gateway>:<receipt>` (clearing-contract §9, §13). */
   work(receipt: string): string {
@@ -167,6 +188,7 @@ export class Gateway {
       this.parseRequest(call);
       this.resolve(call);
       this.checkInput(call);
+      await this.checkFiles(call);
       const pending = await this.admit(call);
       if (pending) return pending;
       return await this.reserveAndRun(call);
@@ -259,6 +281,21 @@ export class Gateway {
   private checkInput(call: Call): void {
     const problems = call.agent!.loaded.check.input(call.request.input);
     if (problems) throw new Stop('rejected_input', 422, 'rejected_input', `the input does not match ${call.receipt.agent}'s interface: ${problems.join('; ')}`);
+  }
+
+  /**
+   * Gateway §7 "Files": a caller passes only its own files, the owner being the issuer of the
+   * root mandate, delegated calls included. Checked before admission (nothing is held for
+   * approval with someone else's file) and again when an approved call runs, which also signs
+   * fresh links. Refused 404 `file_not_found` (or 422 `too_many_files`), never billed.
+   */
+  private async checkFiles(call: Call): Promise<void> {
+    if (!this.files) return;
+    const root = this.rootMandate(call);
+    const issuer = root === call.mandate.id ? call.mandate.mandate.issuer : (await loadMandate(this.deps.db, root))!.mandate.issuer;
+    const attached = await this.files(call.request.input, issuer);
+    if (!attached.ok) throw new Stop('rejected_input', attached.code === 'file_not_found' ? 404 : 422, attached.code, attached.message);
+    call.files = attached.links;
   }
 
   private context(call: Call, capability: string | null, agent: ListedAgent, remaining_micros: Micros) {
@@ -439,6 +476,7 @@ export class Gateway {
       call_id: call.id,
       max_cost: worst.agent_cap ? { amount: formatMoney(worst.agent_cap.amount_micros), currency: worst.agent_cap.currency } : null,
       credential,
+      files: call.files,
       signal,
       delegate,
     });

@@ -23,7 +23,7 @@ import { runtimeFor } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused, clearingTimeoutsFromEnv, type ClearingTimeouts } from './clearing.ts';
 import { createGatewayApp, type GatewayAppExtension } from './app.ts';
 import { closeStrandedApprovals } from './decisions.ts';
-import { Gateway } from './lifecycle.ts';
+import { Gateway, type GatewayDeps } from './lifecycle.ts';
 import { closeReservation, storeMandate } from './mandates.ts';
 import { Outbox } from './outbox.ts';
 import { startAgentsHost } from './agents-host.ts';
@@ -131,7 +131,12 @@ export interface GatewayParts {
   clearing: ClearingPort;
   outbox: Outbox;
   logger: Logger;
+  /** How the gateway runs an agent version (a published one through `published`), for runs outside a call: evaluations. */
+  agents: AgentAccess;
 }
+
+/** How an agent version is reached: its runtime (the guarded client for a published one) and its endpoint credential. */
+export type AgentAccess = Pick<GatewayDeps, 'runtimeFor' | 'credentialFor'>;
 
 /** A running gateway. */
 export interface RunningGateway {
@@ -267,16 +272,11 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const outbox = new Outbox(db, clearing, logger);
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
   const published = options.published;
-  const gateway = new Gateway({
-    db,
-    registry,
-    clearing,
-    outbox,
+  const agents: AgentAccess = {
     runtimeFor: (agent) => runtimeFor(agent.loaded.manifest.runtime.kind, agent.published && published ? { fetch: published.fetch } : {}),
     credentialFor: async (agent) => (agent.published && published ? published.credential(db, agent.loaded.manifest.id) : null),
-    logger,
-    gateway_id,
-  });
+  };
+  const gateway = new Gateway({ db, registry, clearing, outbox, ...agents, logger, gateway_id });
   await gateway.loadStats();
   await closeInterrupted(database, outbox);
   await closeStrandedApprovals(db);
@@ -285,7 +285,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
   const dev = !options.extend;
   await prepareAccounts(clearing, [...(dev ? [DEV_ACCOUNT] : []), ...(await rootPayers()), ...authors()], logger, dev);
-  const extension = options.extend ? await options.extend({ database, gateway, registry, clearing, outbox, logger }) : undefined;
+  const extension = options.extend ? await options.extend({ database, gateway, registry, clearing, outbox, logger, agents }) : undefined;
   outbox.start();
   closers.push(() => outbox.stop());
   // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).

@@ -4,7 +4,8 @@
  * empty database, in one transaction per database, counters included, on PGlite or Postgres.
  *
  * The file is JSON lines: a header `{"holon_backup": 1, "migrations": [...]}`, then one
- * `{"table", "row"}` line per row and one `{"sequence", "last_value", "is_called"}` per counter.
+ * `{"table", "row"}` line per row and one `{"sequence", "last_value", "is_called"}` per counter;
+ * `bytea` values (uploaded files) are written as base64 text and decoded on restore.
  * A database is a list of stores: on Postgres one (`DATABASE_URL` holds the gateway and the
  * reference binding); on PGlite two directories, `gateway/` and `clearing/`, where the binding's
  * `clearing_*` tables live in `clearing/` and everything else in `gateway/`, so a backup of
@@ -78,10 +79,22 @@ async function sequencesOf(db: Knex | Knex.Transaction, store: Store, tables: re
   return rows.rows.map((r: { sequence_name: string }) => r.sequence_name).filter((s: string) => store.owns(s) || tables.some((t) => s.startsWith(`${t}_`)));
 }
 
-/** The json/jsonb columns of a table, which need their values written as JSON text. */
-async function jsonColumns(db: Knex | Knex.Transaction, table: string): Promise<Set<string>> {
-  const rows = await db.raw(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND data_type IN ('json', 'jsonb')`, [table]);
+/** The columns of `table` whose type is one of `types` (`information_schema` data types). */
+async function columnsOfType(db: Knex | Knex.Transaction, table: string, types: readonly string[]): Promise<Set<string>> {
+  const rows = await db.raw(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND data_type = ANY(?)`, [table, [...types]]);
   return new Set(rows.rows.map((r: { column_name: string }) => r.column_name));
+}
+
+/** The json/jsonb columns of a table, which need their values written as JSON text. */
+const jsonColumns = (db: Knex | Knex.Transaction, table: string) => columnsOfType(db, table, ['json', 'jsonb']);
+
+/** The bytea columns of a table (uploaded files): written to the backup as base64 text, decoded on restore. */
+const byteaColumns = (db: Knex | Knex.Transaction, table: string) => columnsOfType(db, table, ['bytea']);
+
+/** `row` with the values of `columns` passed through `convert` (nulls kept). */
+function convertColumns(row: Record<string, unknown>, columns: ReadonlySet<string>, convert: (value: any) => unknown): Record<string, unknown> {
+  if (columns.size === 0) return row;
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, columns.has(k) && v !== null ? convert(v) : v]));
 }
 
 /** Tables in an order where every foreign key points to a table already loaded; and each table's self-referencing columns. */
@@ -134,8 +147,9 @@ export async function backup(stores: readonly Store[], out: string): Promise<num
         async (trx) => {
           const tables = await tablesOf(trx, store);
           for (const table of tables) {
+            const bytea = await byteaColumns(trx, table);
             for (const row of await trx(table).select('*')) {
-              await write({ table, row });
+              await write({ table, row: convertColumns(row, bytea, (bytes: Uint8Array) => Buffer.from(bytes).toString('base64')) });
               rows += 1;
             }
           }
@@ -229,11 +243,12 @@ export async function restore(stores: readonly Store[], path: string): Promise<n
       const { order, selfRefs } = await loadOrder(trx, tables);
       for (const table of order) {
         const json = await jsonColumns(trx, table);
+        const bytea = await byteaColumns(trx, table);
         const self = selfRefs.get(table);
         const source = rows.get(table) ?? [];
         const loaded = self ? parentsFirst(source, self, table === 'clearing_transactions' ? 'txn_id' : 'id') : source;
         for (const row of loaded) {
-          const values = Object.fromEntries(Object.entries(row).map(([k, v]) => [k, json.has(k) && v !== null ? JSON.stringify(v) : v]));
+          const values = convertColumns(convertColumns(row, json, JSON.stringify), bytea, (text: string) => Buffer.from(text, 'base64'));
           await trx(table).insert({ ...values, ...DERIVED[table] });
           restored += 1;
         }

@@ -48,4 +48,7 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   'set-credential': ['human'],
   'delete-credential': ['human'],
   'draft-agent': ['human'],
+  // Files (§7 "Files"): uploaded by the caller's keys; downloaded through a signed link, no key.
+  'upload-file': ['human', 'agent'],
+  'download-file': anyone,
 };

@@ -29,6 +29,7 @@ import { idempotentCall } from './idempotency.ts';
 import { myAgents, type EarningsDeps } from './earnings.ts';
 import { disableAccount, listAccounts, readLog, yankByOperator } from './moderation.ts';
 import { publishVersion, yankByAuthor, type PublishDeps } from './publish.ts';
+import { downloadFile, uploadFile, type FileRouteDeps } from './file-routes.ts';
 
 /** What the hosted handlers need. */
 export interface HostedRouteDeps extends AccountDeps {
@@ -44,6 +45,8 @@ export interface HostedRouteDeps extends AccountDeps {
   earnings: EarningsDeps;
   /** Authors' endpoints: the guarded client, the endpoint check, credentials. */
   endpoints: EndpointAccess;
+  /** The file operations' link key, bounds and clock. */
+  files: FileRouteDeps;
 }
 
 /** An account's figures as `AccountBalance`; null when the binding has no account for it. */
@@ -244,6 +247,9 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'admin-yank-agent': async ({ params, body }: OperationRequest<'admin-yank-agent'>) => yankByOperator(deps.publish, `${params.ns}/${params.name}`, params.version, body.reason),
 
     'admin-log': async ({ query }: OperationRequest<'admin-log'>) => ({ entries: await readLog(db, query.limit ?? 100, query.before) }),
+    'upload-file': async (_request, ctx, principal) => uploadFile(deps.files, ctx, (principal as Extract<Principal, { kind: 'human' | 'agent' }>).account),
+
+    'download-file': async (request: OperationRequest<'download-file'>, ctx) => downloadFile(deps.files, ctx, request),
 
     'admin-credit': async ({ body }: OperationRequest<'admin-credit'>) => {
       const credited = await adminCredit(deps, body.account, parseMoney(body.amount, 'amount'));

@@ -4,12 +4,15 @@
  * hosted layer above it through the gateway's extension hooks: the principal middleware, the
  * scoped handler table, `/mcp` under the agent key's mandate. Nothing below imports this module.
  */
+import { randomBytes } from 'node:crypto';
 import type Koa from 'koa';
 import pino, { type Logger } from 'pino';
 import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
 import { allowedHostsFromEnv } from '../http/host-gate.ts';
 import { credentialStatus } from './credentials.ts';
+import { evaluateVersion, readEvaluations, type EvaluationDeps } from './evaluation.ts';
+import { suiteSourceFromEnv } from './eval-suites.ts';
 import { endpointAccess, type EndpointAccess } from './endpoints.ts';
 import type { Resolve } from './egress.ts';
 import { githubSignIn } from './github.ts';
@@ -21,6 +24,9 @@ import { hostedHandlers } from './routes.ts';
 import { readSettings, type HostedSettings } from './settings.ts';
 import type { EarningsDeps } from './earnings.ts';
 import type { PublishDeps } from './publish.ts';
+import { linkKey } from './file-links.ts';
+import { attachFiles } from './files.ts';
+import { startFileSweep } from './file-sweep.ts';
 
 /** Options of {@link startHostedGateway}. */
 export interface HostedGatewayOptions {
@@ -54,6 +60,13 @@ export interface HostedGatewayOptions {
   resolve?: Resolve;
   /** Certificate authorities (PEM) the guarded client trusts instead of Node's (default: Node's); tests trust their own agent's certificate. */
   ca?: string;
+  /** The clock of files (upload time, link expiry, the sweep), ms since the epoch; default `Date.now`. Tests move it. */
+  clock?: () => number;
+}
+
+/** Where signed file links point: `HOLON_PUBLIC_URL`, else the gateway's own URL once it listens. */
+interface LinkOrigin {
+  url: string | null;
 }
 
 /** What the hosted layer wires into publishing and the author's view from other modules; tests replace some. */
@@ -76,14 +89,26 @@ export async function hostedExtension(
   settings: HostedSettings,
   endpoints: EndpointAccess,
   stop: (error: unknown) => void,
+  files: { clock: () => number; origin: LinkOrigin },
   overrides: Partial<PublishingHooks> = {},
 ): Promise<GatewayAppExtension> {
   const db = parts.database.knex;
+  // Without HOLON_FILE_SECRET (development only), links are signed with a key of this process.
+  const link_key = linkKey(settings.file_secret ?? randomBytes(32).toString('base64url'));
+  const origin = () => {
+    if (files.origin.url === null) throw new Error('a file link was asked for before the gateway listens');
+    return files.origin.url;
+  };
+  const evaluation: EvaluationDeps = { db, ...parts.agents, source: suiteSourceFromEnv(), logger: parts.logger, files: { key: link_key, origin }, clock: files.clock };
   const hooks: PublishingHooks = {
     checkEndpoint: endpoints.check,
     credentialSet: (id) => credentialStatus(db, ...(id.split('/') as [string, string])),
-    onPublished: () => undefined,
-    evaluationsOf: async () => [],
+    // In the background: publishing answers at once; a failed run is logged, its stored state says `running` or `failed`.
+    onPublished: (version) => {
+      const listed = parts.registry.get(version.id, version.version);
+      if (listed) void evaluateVersion(evaluation, listed).catch((error) => parts.logger.error({ err: error, agent: version.agent }, 'an evaluation failed'));
+    },
+    evaluationsOf: (agent) => readEvaluations(db, ...(agent.split('@') as [string, string])),
     ...overrides,
   };
   await interruptRunningClaims(db);
@@ -96,11 +121,14 @@ export async function hostedExtension(
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
   };
+  parts.gateway.useFiles((input, owner) => attachFiles(db, { key: link_key, origin }, input, owner, files.clock()));
+  const fileDeps = { db, link_key, bounds: settings.file_bounds, now_ms: files.clock };
   const routeDeps = {
     ...deps,
     github: githubSignIn(deps, settings),
     limitSignup: limits.signup,
     endpoints,
+    files: fileDeps,
     publish: { db, registry: parts.registry, github: settings.github, checkEndpoint: hooks.checkEndpoint, onPublished: hooks.onPublished, logger: parts.logger },
     earnings: { db, evaluationsOf: hooks.evaluationsOf, credentialSet: hooks.credentialSet },
   };
@@ -141,6 +169,8 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
   let closing = false;
   const stop = options.stop ?? exitOnDatabaseFailure(logger);
   const endpoints = endpointAccess(settings, { resolve: options.resolve, ca: options.ca });
+  const clock = options.clock ?? Date.now;
+  const origin: LinkOrigin = { url: settings.public_url };
   const running = await startGateway({
     port: options.port,
     host: options.host,
@@ -152,12 +182,15 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     allowed_hosts: [...(options.allowed_hosts ?? allowedHostsFromEnv()), ...(settings.public_url ? [settings.public_url] : [])],
     logger,
     published: endpoints,
-    extend: (parts) => hostedExtension(parts, settings, endpoints, (error) => closing || stop(error), options.publishing),
+    extend: (parts) => hostedExtension(parts, settings, endpoints, (error) => closing || stop(error), { clock, origin }, options.publishing),
   });
+  origin.url ??= running.url;
+  const sweep = startFileSweep(running.db.knex, clock, logger);
   return {
     ...running,
     close: async () => {
       closing = true;
+      await sweep.stop();
       await running.close();
     },
   };

@@ -6,6 +6,7 @@
  */
 import { parseMoney, type Micros } from '../contracts/money.ts';
 import { privateEndpointsAllowed } from './egress.ts';
+import { MAX_FILE_BYTES, MAX_LIVE_FILE_BYTES, type FileBounds } from './files.ts';
 import type { RateLimits } from './limits.ts';
 
 /** The hosted settings. Money in EUR micro-units. */
@@ -24,10 +25,16 @@ export interface HostedSettings {
   /** Exchange rates set by the platform on hosted mandates (`HOLON_FX`, JSON `{"USD": "0.92"}`). */
   fx: Record<string, string>;
   rate_limits: RateLimits;
-  /** `HOLON_FILE_SECRET`: signs file links and seals endpoint credentials; null: endpoint credentials are off (503). */
+  /**
+   * `HOLON_FILE_SECRET`: signs file links and seals endpoint credentials. Required in production;
+   * elsewhere, when unset, endpoint credentials are off (503) and file links are signed with a
+   * random key per process (they then stop working at a restart).
+   */
   file_secret: string | null;
   /** `HOLON_ALLOW_PRIVATE_ENDPOINTS=1` outside production: published endpoints may be http and private (local development). */
   allow_private_endpoints: boolean;
+  /** Upload bounds in bytes: 20 MiB per file, 200 MiB live per account (gateway §7 "Files"). */
+  file_bounds: FileBounds;
 }
 
 /** Reads a positive integer setting, `fallback` when unset; a malformed one is a problem. */
@@ -108,5 +115,6 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
     rate_limits,
     file_secret: env.HOLON_FILE_SECRET || null,
     allow_private_endpoints: privateEndpointsAllowed(env),
+    file_bounds: { max_file_bytes: MAX_FILE_BYTES, max_live_bytes: MAX_LIVE_FILE_BYTES },
   };
 }

@@ -34,6 +34,10 @@
  * `DELETE` when the server gave one, and closes the response stream (the signal later protocol
  * revisions use). No retry: a call is sent once.
  *
+ * Files (hosted gateway): `_meta["holon/files"]` is an object keyed by each `holon://files/…`
+ * handle of the input, whose value is `{url, content_type, size, sha256, expires}`; absent when
+ * the input names no file.
+ *
  * Credentials (DESIGN open point 13): the only `Authorization` sent is `Bearer <author's endpoint
  * credential>`; nothing of the caller's reaches the agent but the input and the cap.
  */
@@ -100,7 +104,7 @@ async function callOnce(request: RunRequest, endpoint: string, tool: string, bas
     // signal while connecting (it would send notifications/cancelled for it, even after it
     // answered); a stop just ends the wait, and closing the transport (below) ends the request.
     await untilAborted(client.connect(transport, { timeout: BACKSTOP_TIMEOUT_MS }), stop);
-    const _meta = request.max_cost ? { 'holon/max_cost': { ...request.max_cost } } : undefined;
+    const _meta = requestMeta(request);
     const result = await client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, {
       signal: stop,
       timeout: BACKSTOP_TIMEOUT_MS,
@@ -116,6 +120,14 @@ async function callOnce(request: RunRequest, endpoint: string, tool: string, bas
     await within(CLOSE_GRACE_MS, transport.terminateSession());
     await client.close().catch(() => {});
   }
+}
+
+/** The request's `_meta`: the caller's cap and the input's file links, each only when there is one; undefined when neither. */
+function requestMeta(request: RunRequest): Record<string, unknown> | undefined {
+  const meta: Record<string, unknown> = {};
+  if (request.max_cost) meta['holon/max_cost'] = { ...request.max_cost };
+  if (request.files && Object.keys(request.files).length > 0) meta['holon/files'] = request.files;
+  return Object.keys(meta).length > 0 ? meta : undefined;
 }
 
 /** What the fetches of one call saw, and the means to stop the call for it. */

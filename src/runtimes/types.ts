@@ -23,6 +23,19 @@ export interface MaxCost {
   currency: string;
 }
 
+/**
+ * A signed download link for one `holon://files/<id>` handle of the input (gateway §6, hosted
+ * only): valid 15 minutes; the agent checks `size` (bytes) and `sha256` (hex) after download.
+ */
+export interface FileLink {
+  url: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  /** When the link stops working (ISO 8601). */
+  expires: string;
+}
+
 /** A downstream call made by a running agent (`ctx.call`, gateway §3): resolved and billed by the gateway. */
 export type Delegate = (
   target: string | { agent?: string; capability?: string },
@@ -44,6 +57,11 @@ export interface RunRequest {
   call_id: string;
   /** Set when the caller set `max_cost` (gateway §6: `_meta["holon/max_cost"]`). */
   max_cost: MaxCost | null;
+  /**
+   * Links to the files the input names, keyed by handle (`_meta["holon/files"]` for MCP agents);
+   * absent or empty when the input names none or the gateway keeps no files (dev gateway).
+   */
+  files?: Readonly<Record<string, FileLink>>;
   /** The author's endpoint credential, sent as a Bearer token; never the caller's (DESIGN open point 13). */
   credential: string | null;
   /** Aborted at the hard timeout (`runtime.limits.timeout_s`); the runtime must stop the agent. */

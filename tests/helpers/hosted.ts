@@ -15,6 +15,8 @@ import { FIXTURE_AGENTS, freshStore } from './gateway.ts';
 
 /** The admin key of every test hosted gateway. */
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef0123456789';
+/** The file secret of test gateways (signs file links, seals endpoint credentials). */
+export const FILE_SECRET = 'hosted-test-file-secret-0123456789abcdef';
 
 /** A signed-up account: its handle, keys and starter mandate. */
 export interface TestAccount {
@@ -50,17 +52,22 @@ export async function startTestHosted(
     publishing?: Partial<PublishingHooks>;
     /** Certificate authorities the guarded client trusts (an https test agent's certificate). */
     ca?: string;
+    /** Agent directories (default: the test agents). */
+    agent_dirs?: readonly string[];
+    /** The files' clock (default `Date.now`). */
+    clock?: () => number;
   } = {},
 ): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
   // Generous rate limits unless a test sets its own: every test request comes from 127.0.0.1.
-  const base = readSettings({ HOLON_ADMIN_KEY: ADMIN_KEY, HOLON_RATE_ADDRESS: '100000', HOLON_RATE_ACCOUNT: '100000', HOLON_RATE_ADMIN: '100000', HOLON_RATE_SIGNUP: '100000' });
+  const base = readSettings({ HOLON_ADMIN_KEY: ADMIN_KEY, HOLON_FILE_SECRET: FILE_SECRET, HOLON_RATE_ADDRESS: '100000', HOLON_RATE_ACCOUNT: '100000', HOLON_RATE_ADMIN: '100000', HOLON_RATE_SIGNUP: '100000' });
   const settings: HostedSettings = { ...base, ...options.settings };
   const running = await startHostedGateway({
     port: 0,
     ...store,
     settings,
-    agent_dirs: [FIXTURE_AGENTS],
+    agent_dirs: options.agent_dirs ?? [FIXTURE_AGENTS],
+    clock: options.clock,
     exclude: [],
     agents_host_port: null,
     stop: options.stop,

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, AdminDisableAccountData, AdminDisableAccountErrors, AdminDisableAccountResponses, AdminListAccountsData, AdminListAccountsErrors, AdminListAccountsResponses, AdminLogData, AdminLogErrors, AdminLogResponses, AdminYankAgentData, AdminYankAgentErrors, AdminYankAgentResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DraftAgentData, DraftAgentErrors, DraftAgentResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, MyAgentsData, MyAgentsErrors, MyAgentsResponses, PublishAgentData, PublishAgentErrors, PublishAgentResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SetCredentialData, SetCredentialErrors, SetCredentialResponses, SignupData, SignupErrors, SignupResponses, YankAgentData, YankAgentErrors, YankAgentResponses } from './types.gen.js';
+import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, AdminDisableAccountData, AdminDisableAccountErrors, AdminDisableAccountResponses, AdminListAccountsData, AdminListAccountsErrors, AdminListAccountsResponses, AdminLogData, AdminLogErrors, AdminLogResponses, AdminYankAgentData, AdminYankAgentErrors, AdminYankAgentResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, DraftAgentData, DraftAgentErrors, DraftAgentResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, MyAgentsData, MyAgentsErrors, MyAgentsResponses, PublishAgentData, PublishAgentErrors, PublishAgentResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SetCredentialData, SetCredentialErrors, SetCredentialResponses, SignupData, SignupErrors, SignupResponses, UploadFileData, UploadFileErrors, UploadFileResponses, YankAgentData, YankAgentErrors, YankAgentResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -416,4 +416,31 @@ export const draftAgent = <ThrowOnError extends boolean = false>(options: Option
         'Content-Type': 'application/json',
         ...options.headers
     }
+});
+
+/**
+ * Upload a file, get a handle (gateway §7 "Files")
+ *
+ * Human or agent key. The request body is the file itself, raw bytes (any media type: the request's `Content-Type` is recorded as the file's, `application/octet-stream` when none); no multipart and no base64, so nothing is inflated and the size bound applies to the bytes that are stored. At most 20 MiB (20,971,520 bytes) per file and 200 MiB of live files per account (the files of the key's account, whoever uploaded them); a file is deleted 24 hours after upload. Put the handle `holon://files/<id>` in a call's input: only calls under a root mandate the account issued may pass it.
+ */
+export const uploadFile = <ThrowOnError extends boolean = false>(options: Options<UploadFileData, ThrowOnError>) => (options.client ?? client).post<UploadFileResponses, UploadFileErrors, ThrowOnError>({
+    bodySerializer: null,
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/files',
+    ...options,
+    headers: {
+        'Content-Type': 'application/octet-stream',
+        ...options.headers
+    }
+});
+
+/**
+ * Download a file through a signed link (gateway §7 "Files")
+ *
+ * No key: the link is the credential. `exp` (seconds since the epoch) and `sig` (HMAC-SHA256 of the file id and `exp`, with a key derived from `HOLON_FILE_SECRET`) come from `_meta["holon/files"]`; a link is bound to one file and valid 15 minutes. Served as an attachment, with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox; default-src 'none'`, so a browser never renders it as a page of the gateway. A key is not needed, but one that is presented must be live (401 otherwise, as everywhere).
+ */
+export const downloadFile = <ThrowOnError extends boolean = false>(options: Options<DownloadFileData, ThrowOnError>) => (options.client ?? client).get<DownloadFileResponses, DownloadFileErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v0/files/{id}',
+    ...options
 });

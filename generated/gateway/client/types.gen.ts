@@ -805,6 +805,30 @@ export type Draft = {
 };
 
 /**
+ * An uploaded file (gateway §7 "Files").
+ */
+export type FileHandle = {
+    /**
+     * `holon://files/<id>`: put it in a call's input.
+     */
+    handle: string;
+    id: string;
+    content_type: string;
+    /**
+     * Bytes.
+     */
+    size: number;
+    /**
+     * Hex SHA-256 of the bytes.
+     */
+    sha256: string;
+    /**
+     * When the file is deleted (24 hours after upload).
+     */
+    expires_at: string;
+};
+
+/**
  * A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number.
  */
 export type ManifestDecimal = string;
@@ -2207,3 +2231,86 @@ export type DraftAgentResponses = {
 };
 
 export type DraftAgentResponse = DraftAgentResponses[keyof DraftAgentResponses];
+
+export type UploadFileData = {
+    body: Blob | File;
+    path?: never;
+    query?: never;
+    url: '/v0/files';
+};
+
+export type UploadFileErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * `file_too_large` (over 20 MiB) or `files_quota_exceeded` (the account's live files would pass 200 MiB); nothing is stored.
+     */
+    413: ErrorBody;
+    /**
+     * `invalid_request`: the body is sent with a Content-Encoding; send the bytes unencoded.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request`: an empty body, or a Content-Type that is not a media type.
+     */
+    422: ErrorBody;
+};
+
+export type UploadFileError = UploadFileErrors[keyof UploadFileErrors];
+
+export type UploadFileResponses = {
+    /**
+     * The stored file and its handle.
+     */
+    201: FileHandle;
+};
+
+export type UploadFileResponse = UploadFileResponses[keyof UploadFileResponses];
+
+export type DownloadFileData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query: {
+        exp: number;
+        sig: string;
+    };
+    url: '/v0/files/{id}';
+};
+
+export type DownloadFileErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * `invalid_signature` (not a link the gateway signed for this file) or `link_expired`.
+     */
+    403: ErrorBody;
+    /**
+     * `file_not_found`: the file was deleted (24 hours after upload) or never existed.
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: a malformed id, `exp` or `sig`.
+     */
+    422: ErrorBody;
+};
+
+export type DownloadFileError = DownloadFileErrors[keyof DownloadFileErrors];
+
+export type DownloadFileResponses = {
+    /**
+     * The file's bytes.
+     */
+    200: Blob | File;
+};
+
+export type DownloadFileResponse = DownloadFileResponses[keyof DownloadFileResponses];
