@@ -9,6 +9,7 @@ import pino, { type Logger } from 'pino';
 import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
 import { allowedHostsFromEnv } from '../http/host-gate.ts';
+import { consolePages } from './console.ts';
 import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
 import { isDatabaseFailure } from './stop.ts';
@@ -71,7 +72,7 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
   };
   const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup };
   return {
-    middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
+    middleware: [limits.byAddress, consolePages(settings.site_url), principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
     log_principal: (ctx) => {
       const principal = ctx.state.principal as Principal | undefined;
