@@ -113,7 +113,7 @@ test('sign in with GitHub, approve a held call, watch its receipt tree, create a
   assert.deepEqual([storage.local, storage.cookie], [0, '']);
   assert.ok(requested.every((url) => !url.includes('hlk_')), 'no key in any URL');
   // The new account's agent key is shown once.
-  assert.match(await page.getByTestId('new-key').inputValue(), /^hlk_a_/);
+  assert.match(await page.getByTestId('signin-key').inputValue(), /^hlk_a_/);
   const signInHops = requested.slice(signInStart).map((url) => new URL(url).origin);
   assert.deepEqual([...new Set(signInHops)].sort(), [origin, github.url].sort(), 'the sign-in goes to GitHub and back, nowhere else');
   const bar = page.locator(`[data-mandate="${handle}/sandbox"] .bar`);
@@ -177,7 +177,7 @@ test('sign in with GitHub, approve a held call, watch its receipt tree, create a
   await open('Keys', 'Keys');
   await page.getByRole('button', { name: `Revoke ${prefix}` }).click();
   await page.getByRole('status').filter({ hasText: `Revoked ${prefix}.` }).waitFor();
-  assert.equal(await page.locator(`[data-key="${prefix}"]`).count(), 0);
+  await page.locator(`[data-key="${prefix}"]`).waitFor({ state: 'detached' });
   const refused = await hosted.http.get('/v0/me').set('authorization', `Bearer ${agentKey}`);
   assert.deepEqual([refused.status, refused.body.code], [401, 'invalid_key']);
 

@@ -8,15 +8,15 @@ import type { KeyView, NewKey } from '../../clients/src/index.ts';
 import { describeError, type ConsoleContext } from './context.ts';
 import { h } from './dom.ts';
 
-/** The panel that shows a new key once. */
-export function newKeyPanel(key: NewKey, title: string): HTMLElement {
+/** The panel that shows a new key once; `id` names its elements (two panels may share a page). */
+export function newKeyPanel(key: NewKey, title: string, id: string): HTMLElement {
   return h(
     'div',
-    { class: 'new-key', role: 'group', 'aria-labelledby': 'new-key-title' },
-    h('h3', { id: 'new-key-title' }, title),
+    { class: 'new-key', role: 'group', 'aria-labelledby': `${id}-title` },
+    h('h3', { id: `${id}-title` }, title),
     h('p', {}, 'Copy it now: it is shown once and only its hash is kept.'),
-    h('label', { for: 'new-key-value' }, `${key.kind === 'agent' ? 'Agent' : 'Human'} key${key.mandate ? ` for ${key.mandate}` : ''}`),
-    h('input', { id: 'new-key-value', type: 'text', readonly: true, value: key.key, 'data-testid': 'new-key', spellcheck: 'false', autocomplete: 'off' }),
+    h('label', { for: `${id}-value` }, `${key.kind === 'agent' ? 'Agent' : 'Human'} key${key.mandate ? ` for ${key.mandate}` : ''}`),
+    h('input', { id: `${id}-value`, type: 'text', readonly: true, value: key.key, 'data-testid': id, spellcheck: 'false', autocomplete: 'off' }),
   );
 }
 
@@ -62,7 +62,7 @@ function createForm(context: ConsoleContext): HTMLFormElement {
       const key = await context.holon.createKey({ mandate: mandate.value, ask_in_client: ask.checked });
       await context.refresh();
       // After the redraw, so the key stays on screen until the next action.
-      document.getElementById('new-key-slot')?.replaceChildren(newKeyPanel(key, `New key ${key.prefix}`));
+      document.getElementById('new-key-slot')?.replaceChildren(newKeyPanel(key, `New key ${key.prefix}`, 'new-key'));
       context.notify(`Created ${key.prefix} for ${key.mandate}.`);
     } catch (error) {
       context.notify(`Creating a key was refused: ${describeError(error)}`, 'error');

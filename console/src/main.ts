@@ -84,6 +84,8 @@ async function showConsole(key: string, view: ViewName, shownOnce?: NewKey): Pro
   let current = view;
   const content = h('div', { id: 'view' });
   const nav = h('nav', { class: 'tabs', 'aria-label': 'Console' });
+  // A new account's agent key, shown until the first move to another view.
+  const once = h('div', {}, shownOnce ? newKeyPanel(shownOnce, 'Your agent key for Claude Code', 'signin-key') : null);
   const context: ConsoleContext = {
     holon,
     me: await holon.readMe(),
@@ -103,12 +105,12 @@ async function showConsole(key: string, view: ViewName, shownOnce?: NewKey): Pro
     replace(
       nav,
       ...(Object.keys(VIEWS) as ViewName[]).map((name) =>
-        h('button', { type: 'button', 'aria-current': name === current ? 'page' : undefined, 'data-view': name, onclick: () => ((current = name), drawNav(), void context.refresh()) }, VIEWS[name].title),
+        h('button', { type: 'button', 'aria-current': name === current ? 'page' : undefined, 'data-view': name, onclick: () => ((current = name), once.remove(), drawNav(), void context.refresh()) }, VIEWS[name].title),
       ),
     );
   drawNav();
   replace(who, h('span', { 'data-testid': 'handle' }, context.me.handle), ' ', h('button', { type: 'button', onclick: () => signOut() }, 'Sign out'));
-  replace(main, nav, shownOnce ? newKeyPanel(shownOnce, 'Your agent key for Claude Code') : null, content);
+  replace(main, nav, once, content);
   await context.refresh();
 }
 
