@@ -181,6 +181,11 @@ test('sign in with GitHub, approve a held call, watch its receipt tree, create a
   const refused = await hosted.http.get('/v0/me').set('authorization', `Bearer ${agentKey}`);
   assert.deepEqual([refused.status, refused.body.code], [401, 'invalid_key']);
 
+  // The same view on a wider screen (the README's screenshot is a copy of this one).
+  await page.setViewportSize({ width: 1024, height: 768 });
+  await open('Receipts', 'Receipts');
+  await page.screenshot({ path: path.join(ARTIFACTS, '6-receipts-wide.png'), fullPage: true });
+
   // Once on the console, every URL the page loaded is the gateway's.
   const afterSignIn = requested.slice(signInStart).filter((url) => !url.startsWith(github.url) && !url.includes('/v0/auth/github'));
   assert.deepEqual([...new Set(afterSignIn.map((url) => new URL(url).origin))], [origin]);

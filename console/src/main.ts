@@ -105,7 +105,7 @@ async function showConsole(key: string, view: ViewName, shownOnce?: NewKey): Pro
     replace(
       nav,
       ...(Object.keys(VIEWS) as ViewName[]).map((name) =>
-        h('button', { type: 'button', 'aria-current': name === current ? 'page' : undefined, 'data-view': name, onclick: () => ((current = name), once.remove(), drawNav(), void context.refresh()) }, VIEWS[name].title),
+        h('button', { type: 'button', 'aria-current': name === current ? 'page' : undefined, 'data-view': name, onclick: () => ((current = name), once.remove(), notify(''), drawNav(), void context.refresh()) }, VIEWS[name].title),
       ),
     );
   drawNav();
