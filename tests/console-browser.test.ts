@@ -26,7 +26,7 @@ let hosted: TestHosted;
 let browser: Browser;
 let page: Page;
 let origin: string;
-/** Every URL the page requested, in order. */
+/** Every URL the current page requested, in order. */
 const requested: string[] = [];
 
 // A machine without the browser skips this file, except in CI, which installs it (`.ci/run`).
@@ -43,11 +43,16 @@ before(async () => {
   await mkdir(ARTIFACTS, { recursive: true });
   // Chromium's sandbox cannot start as root (CI runs as root): only then is it turned off.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] });
+});
+
+/** A fresh tab, 375 px wide, of a browser context of its own (no shared session storage); accepts every confirmation. */
+async function freshPage(): Promise<void> {
   const context = await browser.newContext({ viewport: { width: 375, height: 812 } });
   page = await context.newPage();
+  requested.length = 0;
   page.on('request', (request) => requested.push(request.url()));
   page.on('dialog', (dialog) => void dialog.accept());
-});
+}
 
 after(async () => {
   await browser?.close();
@@ -89,6 +94,7 @@ async function pressByKeyboard(label: string): Promise<void> {
 }
 
 test('sign in with GitHub, approve a held call, watch its receipt tree, create and revoke a key', { skip }, async () => {
+  await freshPage();
   const login = uniqueAccount('gh');
   const handle = login.toLowerCase();
 
@@ -190,4 +196,82 @@ test('sign in with GitHub, approve a held call, watch its receipt tree, create a
   const afterSignIn = requested.slice(signInStart).filter((url) => !url.startsWith(github.url) && !url.includes('/v0/auth/github'));
   assert.deepEqual([...new Set(afterSignIn.map((url) => new URL(url).origin))], [origin]);
   assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))].sort(), [origin, github.url].sort());
+});
+
+test('a pasted key: grant and reject, receipts paged and filtered, an agent key refused, a revoked own key signs out', { skip }, async () => {
+  await freshPage();
+  const account = await hosted.signup();
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+  const call = (body: object) => hosted.http.post('/v0/calls').set(as(account.agent)).send({ mandate: account.mandate, ...body });
+  // Eleven cheap calls: one page of ten and an older page of one.
+  const cheap: string[] = [];
+  for (let i = 0; i < 11; i++) cheap.push((await call({ agent: 'gt/free', input: {} }).expect(200)).body.receipt.id);
+  await hosted.http
+    .post('/v0/mandates')
+    .set(as(account.human))
+    .send({ id: 'other', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, budget: { total: '1.00' } })
+    .expect(201);
+  const elsewhere = (await hosted.http.post('/v0/calls').set(as(account.human)).send({ mandate: `${account.handle}/other`, agent: 'gt/free', input: {} }).expect(200)).body.receipt.id;
+  const granted = (await call({ agent: 'gto/tree', input: {} }).expect(202)).body;
+  const rejected = (await call({ agent: 'gto/tree', input: { do: 'ok' } }).expect(202)).body;
+
+  // A sign-in error in the fragment is explained, and wiped from the address bar.
+  await page.goto(`${origin}/console#login_error=invalid_state`);
+  await page.getByRole('alert').filter({ hasText: 'expired' }).waitFor();
+  assert.equal(await page.getByRole('alert').textContent(), 'That sign-in link expired or was opened in another browser: sign in again.');
+  assert.equal(page.url(), `${origin}/console`);
+
+  // An agent key is not a way in.
+  await page.getByLabel('Human key', { exact: true }).fill(account.agent);
+  await page.getByRole('button', { name: 'Open the console' }).click();
+  await page.getByRole('alert').filter({ hasText: 'agent key' }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+
+  await page.getByLabel('Human key', { exact: true }).fill(account.human);
+  await page.getByRole('button', { name: 'Open the console' }).click();
+  assert.equal(await page.getByTestId('balance').textContent(), '5.00 EUR');
+
+  await open('Approvals', 'Pending approvals');
+  assert.equal(await page.locator('[data-approval]').count(), 2);
+  await page.getByRole('button', { name: `Grant gto/tree@1.0.0 (${granted.approval.id})` }).click();
+  await page.getByRole('status').filter({ hasText: 'Granted' }).waitFor();
+  await page.getByRole('button', { name: `Reject gto/tree@1.0.0 (${rejected.approval.id})` }).click();
+  await page.getByRole('status').filter({ hasText: 'Rejected' }).waitFor();
+  await page.locator('[data-approval]').first().waitFor({ state: 'detached' });
+  // The granted call runs when the agent re-submits it with its approval.
+  const rerun = await call({ agent: 'gto/tree', input: {}, approval: granted.approval.id });
+  assert.deepEqual([rerun.status, rerun.body.receipt.status], [200, 'succeeded']);
+  await checkAndSave('7-approvals-decided');
+
+  await open('Receipts', 'Receipts');
+  const shown = () => page.locator('ul.roots > li.receipt').evaluateAll((items) => items.map((item) => item.getAttribute('data-receipt')));
+  // In the order the calls were made (a re-submitted granted call keeps its receipt when it reuses it), newest first.
+  const made = [...new Set([...cheap, granted.receipt.id, rejected.receipt.id, rerun.body.receipt.id])];
+  const newestFirst = [...made].reverse();
+  await page.getByLabel('Mandate', { exact: true }).selectOption(account.mandate);
+  await page.locator(`[data-receipt="${elsewhere}"]`).waitFor({ state: 'detached' });
+  assert.deepEqual(await shown(), newestFirst.slice(0, 10));
+  await page.getByRole('button', { name: 'Older' }).click();
+  await page.getByText('Page 2').waitFor();
+  assert.deepEqual(await shown(), newestFirst.slice(10, 20));
+  assert.equal(await page.getByRole('button', { name: 'Older' }).isDisabled(), true);
+  await checkAndSave('8-receipts-paged');
+  await page.getByRole('button', { name: 'Newer' }).click();
+  await page.getByText('Page 1').waitFor();
+  assert.deepEqual(await shown(), newestFirst.slice(0, 10));
+  // Filtered by mandate: the other mandate's one receipt; all mandates again: it is among them.
+  await page.getByLabel('Mandate', { exact: true }).selectOption(`${account.handle}/other`);
+  await page.locator(`[data-receipt="${elsewhere}"]`).waitFor();
+  assert.deepEqual(await shown(), [elsewhere]);
+  await page.getByLabel('Mandate', { exact: true }).selectOption('');
+  await page.locator('ul.roots > li.receipt').nth(1).waitFor();
+  assert.deepEqual(await shown(), [...new Set([...cheap, elsewhere, ...made])].reverse().slice(0, 10));
+
+  // Revoking the key the console uses signs it out.
+  await open('Keys', 'Keys');
+  await page.getByRole('button', { name: `Revoke ${account.human_prefix}` }).click();
+  await page.getByRole('alert').filter({ hasText: 'no longer works' }).waitFor();
+  await page.getByRole('link', { name: 'Sign in with GitHub' }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+  assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))], [origin]);
 });
