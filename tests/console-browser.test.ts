@@ -45,9 +45,9 @@ before(async () => {
   browser = await chromium.launch({ executablePath: CHROMIUM, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] });
 });
 
-/** A fresh tab, 375 px wide, of a browser context of its own (no shared session storage); accepts every confirmation. */
+/** A fresh tab, 375 px wide, in English and UTC, of a browser context of its own (no shared session storage); accepts every confirmation. */
 async function freshPage(): Promise<void> {
-  const context = await browser.newContext({ viewport: { width: 375, height: 812 } });
+  const context = await browser.newContext({ viewport: { width: 375, height: 812 }, locale: 'en-US', timezoneId: 'UTC' });
   page = await context.newPage();
   requested.length = 0;
   page.on('request', (request) => requested.push(request.url()));
@@ -158,7 +158,7 @@ test('sign in with GitHub, approve a held call, watch its receipt tree, create a
     'none set',
     held.body.approval.reason,
     receiptId,
-    new Date(held.body.approval.expires_at).toLocaleString('en-US'),
+    new Date(held.body.approval.expires_at).toLocaleString('en-US', { timeZone: 'UTC' }),
   ]);
   await checkAndSave('4-approvals');
   await pressByKeyboard('Approve and run');
