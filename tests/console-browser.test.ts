@@ -198,7 +198,7 @@ test('sign in with GitHub, approve a held call, watch its receipt tree, create a
   assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))].sort(), [origin, github.url].sort());
 });
 
-test('a pasted key: grant and reject, receipts paged and filtered, an agent key refused, a revoked own key signs out', { skip }, async () => {
+test('a pasted key: a refused sign-in code, grant and reject, receipts paged and filtered, an agent key refused, a revoked own key signs out', { skip }, async () => {
   await freshPage();
   const account = await hosted.signup();
   const as = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -219,6 +219,13 @@ test('a pasted key: grant and reject, receipts paged and filtered, an agent key 
   await page.goto(`${origin}/console#login_error=invalid_state`);
   await page.getByRole('alert').filter({ hasText: 'expired' }).waitFor();
   assert.equal(await page.getByRole('alert').textContent(), 'That sign-in link expired or was opened in another browser: sign in again.');
+  assert.equal(page.url(), `${origin}/console`);
+
+  // A sign-in code that is unknown (or used, or too old) is refused with the gateway's sentence.
+  await page.goto('about:blank');
+  await page.goto(`${origin}/console#login=not-a-code`);
+  await page.getByRole('alert').filter({ hasText: 'no_such_login_code' }).waitFor();
+  assert.equal(await page.getByRole('alert').textContent(), 'Signing in failed: this sign-in code is unknown, used or older than 2 minutes: sign in again (no_such_login_code)');
   assert.equal(page.url(), `${origin}/console`);
 
   // An agent key is not a way in.
