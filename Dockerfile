@@ -18,6 +18,9 @@ COPY generated generated
 COPY migrations migrations
 COPY openapi openapi
 COPY agents agents
+# The console's page, stylesheet and committed script bundle (/console).
+COPY console/console.css console/console.css
+COPY console/dist console/dist
 ENV NODE_ENV=production
 ENV HOST=0.0.0.0
 ENV PORT=8080

@@ -36,6 +36,8 @@ async function start(): Promise<{ state: string; cookie: string }> {
   const location = new URL(response.headers.location);
   assert.equal(`${location.origin}${location.pathname}`, `${github.url}/login/oauth/authorize`);
   assert.equal(location.searchParams.get('client_id'), github.client_id);
+  // Without HOLON_PUBLIC_URL, GitHub is sent back to the origin the browser used (Koa 3's ctx.origin is the Origin header, often absent).
+  assert.equal(location.searchParams.get('redirect_uri'), `${new URL(hosted.running.url).origin}/v0/auth/github/callback`);
   const setCookie = (response.headers['set-cookie'] as unknown as string[])[0];
   assert.match(setCookie, /httponly/i);
   assert.match(setCookie, /samesite=lax/i);

@@ -12,6 +12,7 @@ import type {
   CallRequest,
   CallSucceeded,
   DraftRequest,
+  CreateKeyData,
   ListReceiptsData,
   ListSettlementsData,
   Manifest,
@@ -69,9 +70,12 @@ export function createHolonClient(options: ClientOptions) {
     readApproval: (id: string, query: { wait_s?: number } = {}) => data(sdk.readApproval({ ...opts, path: { id }, query })),
     /** `GET /v0/approvals`: the approvals still pending. */
     listApprovals: () => data(sdk.listApprovals(opts)),
-    /** `POST /v0/approvals/{id}`: approve and run the held call (its output), or reject it. */
-    decideApproval: (id: string, decision: 'approve' | 'reject' = 'approve'): Promise<DecisionAnswer> =>
-      data(sdk.decideApproval({ ...opts, path: { id }, body: { decision } })),
+    /**
+     * `POST /v0/approvals/{id}`: approve and run the held call (its output), reject it, or
+     * (hosted) `grant` it without running: the agent re-submits the call with `approval`.
+     */
+    decideApproval: (id: string, decision: 'approve' | 'reject' | 'grant' = 'approve'): Promise<DecisionAnswer> =>
+      data(sdk.decideApproval({ ...opts, path: { id }, body: decision === 'grant' ? { run: false } : { decision } })),
     /** `GET /v0/receipts`: receipt trees, newest first (`limit` 1..500, default 50). */
     listReceipts: (query: ListReceiptsData['query'] = {}) => data(sdk.listReceipts({ ...opts, query })),
     /** `GET /v0/receipts/{id}`: one receipt tree. */
@@ -101,6 +105,16 @@ export function createHolonClient(options: ClientOptions) {
     },
     /** `POST /v0/agents/draft` (hosted, human key): calls a webhook once and answers a draft manifest and its YAML. */
     draftAgent: (request: DraftRequest) => data(sdk.draftAgent({ ...opts, body: request })),
+    /** Hosted, `POST /v0/auth/exchange`: trades the one-time code of `/console#login=<code>` for the handle and a human key (gateway §7 "Accounts"). */
+    exchangeLoginCode: (code: string) => data(sdk.githubExchange({ ...opts, body: { code } })),
+    /** Hosted, `GET /v0/me`: the account, its balance, mandates and keys (human key), or the key's mandate and budget (agent key). */
+    readMe: () => data(sdk.readMe(opts)),
+    /** Hosted, `GET /v0/mandates`: the caller's root mandates with their budgets (human key). */
+    listMandates: () => data(sdk.listMandates(opts)),
+    /** Hosted, `POST /v0/keys`: a new agent key under one of the caller's root mandates, shown once (human key). */
+    createKey: (body: CreateKeyData['body']) => data(sdk.createKey({ ...opts, body })),
+    /** Hosted, `DELETE /v0/keys/{prefix}`: revokes one of the caller's keys, at once and for good (human key). */
+    revokeKey: (prefix: string) => data(sdk.revokeKey({ ...opts, path: { prefix } })),
   };
 }
 

@@ -179,6 +179,9 @@ export const operationTable: readonly Operation[] = [
           "minimum": 1,
           "maximum": 500,
           "default": 50
+        },
+        "before": {
+          "$ref": "#/components/schemas/Id"
         }
       },
       "required": [],

@@ -137,7 +137,7 @@ export interface paths {
         };
         /**
          * Receipt trees (gateway §4, §5)
-         * @description Root receipts (those without a parent), newest first, each as a tree through `children`.
+         * @description Root receipts (those without a parent), newest first, each as a tree through `children`; paged with `limit` and `before`.
          */
         get: operations["list-receipts"];
         put?: never;
@@ -1677,6 +1677,8 @@ export interface operations {
                 mandate?: components["schemas"]["Id"];
                 /** @description How many root receipts. */
                 limit?: number;
+                /** @description A page's cursor: only root receipts older than this root receipt (the last one of the previous page). One that is not a root receipt under the same filter (and, hosted, in the caller's scope) answers 404 `no_such_receipt`. */
+                before?: components["schemas"]["Id"];
             };
             header?: never;
             path?: never;

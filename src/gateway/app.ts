@@ -139,7 +139,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
 
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => {
       if (query.mandate && !(await loadMandate(db, query.mandate))) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
-      return { receipts: await listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? 50 }) };
+      return { receipts: await listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? 50, before: query.before }) };
     },
 
     'read-receipt': async ({ params }: OperationRequest<'read-receipt'>) => {

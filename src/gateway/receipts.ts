@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import { iso } from '../db/index.ts';
 import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
+import { HttpError } from '../http/errors.ts';
 
 /** How a request ended (or `running` while it runs). */
 export type ReceiptStatus = 'running' | 'succeeded' | 'failed' | 'denied' | 'pending_approval' | 'rejected_input' | 'rejected';
@@ -97,11 +98,26 @@ export async function treeOf(db: Knex, receipt: Receipt): Promise<ReceiptTree> {
   return { ...receipt, calls };
 }
 
-/** Root receipts (no parent), newest first, optionally under one root mandate or any of `mandates` (hosted scoping), as trees. */
-export async function listReceiptTrees(db: Knex, options: { mandate?: string; mandates?: readonly string[]; limit: number }): Promise<ReceiptTree[]> {
-  const query = db('gateway_receipts').whereNull('parent').orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
-  if (options.mandate) query.where({ root_mandate: options.mandate });
-  if (options.mandates) query.whereIn('root_mandate', options.mandates);
+/**
+ * Root receipts (no parent), newest first, optionally under one root mandate or any of
+ * `mandates` (hosted scoping), as trees; at most `limit` (1..500, bounded by the API schema).
+ * `before` pages: only roots older than that root receipt, in the same (created_at, id) order.
+ * Throws 404 `no_such_receipt` when `before` is not a root receipt under the same filter, so a
+ * cursor never reveals a receipt outside the caller's scope.
+ */
+export async function listReceiptTrees(db: Knex, options: { mandate?: string; mandates?: readonly string[]; limit: number; before?: string }): Promise<ReceiptTree[]> {
+  const roots = () => {
+    const query = db('gateway_receipts').whereNull('parent');
+    if (options.mandate) query.where({ root_mandate: options.mandate });
+    if (options.mandates) query.whereIn('root_mandate', options.mandates);
+    return query;
+  };
+  const query = roots().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
+  if (options.before !== undefined) {
+    const cursor = await roots().where({ id: options.before }).first('id', 'created_at');
+    if (!cursor) throw new HttpError(404, 'no_such_receipt', `there is no root receipt ${options.before} to page from: pass the id of the last receipt of the previous page`);
+    query.where((older) => older.where('created_at', '<', cursor.created_at).orWhere((same) => same.where('created_at', '=', cursor.created_at).andWhere('id', '<', cursor.id)));
+  }
   const trees: ReceiptTree[] = [];
   for (const row of await query.select('document')) trees.push(await treeOf(db, documentOf(row)));
   return trees;

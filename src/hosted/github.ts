@@ -113,7 +113,8 @@ export function githubSignIn(deps: AccountDeps, settings: HostedSettings): Githu
   const github = settings.github;
   if (!github) return githubOff();
   const db: Knex = deps.db;
-  const callbackUrl = (ctx: Koa.Context) => `${settings.public_url ?? ctx.origin}/v0/auth/github/callback`;
+  // Koa 3's ctx.origin is the request's Origin header (absent on a navigation): the origin the browser used is protocol and Host.
+  const callbackUrl = (ctx: Koa.Context) => `${settings.public_url ?? `${ctx.protocol}://${ctx.host}`}/v0/auth/github/callback`;
   const secure = (settings.public_url ?? '').startsWith('https://');
 
   return {

@@ -128,7 +128,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>, _ctx, principal) => {
       if (query.mandate) await requireScope(db, principal, query.mandate, 'no_such_mandate', 'mandate', query.mandate);
       const mandates = query.mandate ? [query.mandate] : await mandatesInScope(db, principal);
-      return { receipts: await listReceiptTrees(db, { mandates, limit: query.limit ?? 50 }) };
+      return { receipts: await listReceiptTrees(db, { mandates, limit: query.limit ?? 50, before: query.before }) };
     },
 
     'read-receipt': async (request: OperationRequest<'read-receipt'>, ctx, principal) => {

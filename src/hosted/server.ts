@@ -15,6 +15,7 @@ import { evaluateVersion, readEvaluations, type EvaluationDeps } from './evaluat
 import { suiteSourceFromEnv } from './eval-suites.ts';
 import { endpointAccess, type EndpointAccess } from './endpoints.ts';
 import type { Resolve } from './egress.ts';
+import { consolePages } from './console.ts';
 import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
 import { isDatabaseFailure } from './stop.ts';
@@ -133,7 +134,7 @@ export async function hostedExtension(
     earnings: { db, evaluationsOf: hooks.evaluationsOf, credentialSet: hooks.credentialSet },
   };
   return {
-    middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
+    middleware: [limits.byAddress, consolePages(settings.site_url), principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
     log_principal: (ctx) => {
       const principal = ctx.state.principal as Principal | undefined;

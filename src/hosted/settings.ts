@@ -18,6 +18,8 @@ export interface HostedSettings {
   signup_credit_micros: Micros;
   /** `HOLON_PUBLIC_URL`: the public origin, e.g. `https://holon.example`. */
   public_url: string | null;
+  /** `HOLON_SITE_URL`: the public site whose `/terms` and `/privacy` pages the console links to, or null (no links). */
+  site_url: string | null;
   /** `HOLON_TRUST_PROXY=1`: the client address is the last one the proxy appended to `X-Forwarded-For`. */
   trust_proxy: boolean;
   /** GitHub sign-in, when `HOLON_GITHUB_CLIENT_ID` and `_SECRET` are both set. */
@@ -107,6 +109,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
     admin_key,
     signup_credit_micros,
     public_url: env.HOLON_PUBLIC_URL || null,
+    site_url: env.HOLON_SITE_URL || null,
     trust_proxy: env.HOLON_TRUST_PROXY === '1',
     github: id && secret
       ? { client_id: id, client_secret: secret, web_url: env.HOLON_GITHUB_URL ?? 'https://github.com', api_url: env.HOLON_GITHUB_API_URL ?? 'https://api.github.com' }

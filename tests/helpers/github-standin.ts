@@ -1,6 +1,7 @@
 /**
  * A local stand-in of GitHub's OAuth web flow and user API, for sign-in tests: the three calls
- * the gateway makes (`POST /login/oauth/access_token`, `GET /user`, `GET /user/emails`). A test
+ * the gateway makes (`POST /login/oauth/access_token`, `GET /user`, `GET /user/emails`), and the
+ * authorize page a browser visits (approving at once, for browser tests). A test
  * registers an authorization code for a user; the stand-in trades it once for a token, checks
  * the client id and secret, and answers the user for that token. For publishing, the two public
  * reads (no token): `GET /repos/{owner}/{repo}` (404 for an unknown or private repository, as
@@ -37,6 +38,12 @@ export interface GithubStandin {
   client_secret: string;
   /** A one-time authorization code for `user`. */
   authorize(user: StandinUser): string;
+  /**
+   * Makes the next browser visit of `GET /login/oauth/authorize` approve at once as `user`: it
+   * redirects to its `redirect_uri` with a one-time code and the `state` it was given, as GitHub
+   * does once the person clicks "Authorize".
+   */
+  approveNext(user: StandinUser): void;
   /** Every access token handed out, to check the gateway keeps none. */
   tokens: string[];
   close(): Promise<void>;
@@ -50,6 +57,7 @@ export async function startGithubStandin(): Promise<GithubStandin> {
   const repositories = new Map<string, StandinRepository>();
   const publicMembers = new Set<string>();
   const state: { failWith: number | null } = { failWith: null };
+  const approving: StandinUser[] = [];
   const client_id = 'standin-client';
   const client_secret = 'standin-secret';
   const server: Server = createServer((req, res) => {
@@ -71,6 +79,18 @@ export async function startGithubStandin(): Promise<GithubStandin> {
       if (req.method === 'GET' && member) {
         if (!publicMembers.has(`${decodeURIComponent(member[1])}/${decodeURIComponent(member[2])}`.toLowerCase())) return answer(404, { message: 'Not Found' });
         res.writeHead(204);
+        return res.end();
+      }
+      const url = new URL(req.url ?? '/', 'http://standin');
+      if (req.method === 'GET' && url.pathname === '/login/oauth/authorize') {
+        const user = approving.shift();
+        const redirect = url.searchParams.get('redirect_uri');
+        if (!user || !redirect || url.searchParams.get('client_id') !== client_id) return answer(404, { message: 'Not Found' });
+        const code = randomUUID();
+        codes.set(code, user);
+        const back = new URL(redirect);
+        back.search = new URLSearchParams({ code, state: url.searchParams.get('state') ?? '' }).toString();
+        res.writeHead(302, { location: back.toString() });
         return res.end();
       }
       if (req.method === 'POST' && req.url === '/login/oauth/access_token') {
@@ -113,6 +133,9 @@ export async function startGithubStandin(): Promise<GithubStandin> {
       const code = randomUUID();
       codes.set(code, user);
       return code;
+    },
+    approveNext(user) {
+      approving.push(user);
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -121,7 +121,7 @@ export const decideApproval = <ThrowOnError extends boolean = false>(options: Op
 /**
  * Receipt trees (gateway §4, §5)
  *
- * Root receipts (those without a parent), newest first, each as a tree through `children`.
+ * Root receipts (those without a parent), newest first, each as a tree through `children`; paged with `limit` and `before`.
  */
 export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, ListReceiptsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -1242,6 +1242,10 @@ export type ListReceiptsData = {
          * How many root receipts.
          */
         limit?: number;
+        /**
+         * A page's cursor: only root receipts older than this root receipt (the last one of the previous page). One that is not a root receipt under the same filter (and, hosted, in the caller's scope) answers 404 `no_such_receipt`.
+         */
+        before?: Id;
     };
     url: '/v0/receipts';
 };

@@ -1,0 +1,284 @@
+/**
+ * The console in a real browser (issue 11): headless Chromium (Debian's `chromium`, installed by
+ * `.ci/run`) driven by playwright-core. One person's session, step by step: sign in with GitHub
+ * through the stand-in, see the balance, a call made from the API that needs approval, approved
+ * from the console by keyboard, the receipt tree updated, a key created and revoked. Every URL
+ * the console loads has the gateway's origin; each page is checked for labelled controls and
+ * for fitting 375 px without sideways scrolling, and saved as a screenshot under
+ * `tests/artifacts/console/` (gitignored).
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startGithubStandin, type GithubStandin } from './helpers/github-standin.ts';
+import { startTestHosted, uniqueAccount, type TestHosted } from './helpers/hosted.ts';
+
+/** The browser: `HOLON_CHROMIUM`, else Debian's. */
+const CHROMIUM = process.env.HOLON_CHROMIUM ?? '/usr/bin/chromium';
+const ARTIFACTS = path.join(import.meta.dirname, 'artifacts', 'console');
+const SITE = 'https://site.example';
+
+let github: GithubStandin;
+let hosted: TestHosted;
+let browser: Browser;
+let page: Page;
+let origin: string;
+/** Every URL the current page requested, in order. */
+const requested: string[] = [];
+
+// A machine without the browser skips this file, except in CI, which installs it (`.ci/run`).
+const missing = !existsSync(CHROMIUM);
+const skip = missing && !process.env.CI ? `no browser at ${CHROMIUM} (apt-get install chromium, or set HOLON_CHROMIUM)` : false;
+
+before(async () => {
+  if (skip) return;
+  github = await startGithubStandin();
+  hosted = await startTestHosted({
+    settings: { site_url: SITE, github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
+  });
+  origin = new URL(hosted.running.url).origin;
+  await mkdir(ARTIFACTS, { recursive: true });
+  // Chromium's sandbox cannot start as root (CI runs as root): only then is it turned off.
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] });
+});
+
+/** A fresh tab, 375 px wide, in English and UTC, of a browser context of its own (no shared session storage); accepts every confirmation. */
+async function freshPage(): Promise<void> {
+  const context = await browser.newContext({ viewport: { width: 375, height: 812 }, locale: 'en-US', timezoneId: 'UTC' });
+  page = await context.newPage();
+  requested.length = 0;
+  page.on('request', (request) => requested.push(request.url()));
+  page.on('dialog', (dialog) => void dialog.accept());
+}
+
+after(async () => {
+  await browser?.close();
+  await hosted?.close();
+  await github?.close();
+});
+
+/** Opens a view of the signed-in console by its navigation button and waits for its heading. */
+async function open(view: 'Overview' | 'Approvals' | 'Keys' | 'Receipts', heading: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('button', { name: view }).click();
+  await page.getByRole('heading', { name: heading, level: 2 }).waitFor();
+}
+
+/** Saves the page as `<name>.png` and checks what every page must be: labelled controls, no sideways scrolling at 375 px. */
+async function checkAndSave(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const unlabelled = await page.evaluate(() =>
+    [...document.querySelectorAll('input, select, button, a')]
+      .filter((element) => {
+        const labels = (element as HTMLInputElement).labels;
+        const name = element.getAttribute('aria-label') ?? (labels && labels.length > 0 ? labels[0].textContent : element.textContent);
+        return !name || name.trim() === '';
+      })
+      .map((element) => element.outerHTML),
+  );
+  assert.deepEqual(unlabelled, [], `${name}: every control has a label`);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.equal(overflow, 0, `${name}: no sideways scrolling at 375 px`);
+}
+
+/** Presses Tab until the focused element's accessible label starts with `label` (at most 60 presses), then Enter. */
+async function pressByKeyboard(label: string): Promise<void> {
+  for (let presses = 0; presses < 60; presses++) {
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent ?? '');
+    if (focused.startsWith(label)) return page.keyboard.press('Enter');
+  }
+  assert.fail(`no element labelled "${label}…" is reachable with Tab`);
+}
+
+test('sign in with GitHub, approve a held call, watch its receipt tree, create and revoke a key', { skip }, async () => {
+  await freshPage();
+  const login = uniqueAccount('gh');
+  const handle = login.toLowerCase();
+
+  // Signed out: the two ways in, and the site's terms and privacy pages.
+  await page.goto(`${origin}/console`);
+  await page.getByRole('link', { name: 'Sign in with GitHub' }).waitFor();
+  assert.equal(await page.getByRole('link', { name: 'Terms' }).getAttribute('href'), `${SITE}/terms`);
+  assert.equal(await page.getByRole('link', { name: 'Privacy' }).getAttribute('href'), `${SITE}/privacy`);
+  await checkAndSave('1-sign-in');
+
+  // GitHub (the stand-in) approves at once and sends the browser back with a one-time code.
+  github.approveNext({ id: 7_100_001, login, emails: [{ email: `${handle}@example.test`, primary: true, verified: true }] });
+  const signInStart = requested.length;
+  await page.getByRole('link', { name: 'Sign in with GitHub' }).click();
+  await page.getByTestId('balance').waitFor();
+  assert.equal(await page.getByTestId('balance').textContent(), '5.00 EUR');
+  assert.equal(await page.getByTestId('handle').textContent(), handle);
+  // The code is wiped from the address bar; the key is in this tab's session storage only, never in a URL.
+  assert.equal(page.url(), `${origin}/console`);
+  const storage = await page.evaluate(() => ({ session: sessionStorage.getItem('holon.key'), local: localStorage.length, cookie: document.cookie }));
+  assert.match(storage.session ?? '', /^hlk_h_/);
+  assert.deepEqual([storage.local, storage.cookie], [0, '']);
+  assert.ok(requested.every((url) => !url.includes('hlk_')), 'no key in any URL');
+  // The new account's agent key is shown once.
+  assert.match(await page.getByTestId('signin-key').inputValue(), /^hlk_a_/);
+  const signInHops = requested.slice(signInStart).map((url) => new URL(url).origin);
+  assert.deepEqual([...new Set(signInHops)].sort(), [origin, github.url].sort(), 'the sign-in goes to GitHub and back, nowhere else');
+  const bar = page.locator(`[data-mandate="${handle}/sandbox"] .bar`);
+  assert.equal(await bar.getAttribute('aria-label'), 'spent 0.00, reserved 0.00, remaining 5.00 of 5.00 EUR');
+  await checkAndSave('2-overview');
+
+  // A new agent key, asking in its client; shown once.
+  await open('Keys', 'Keys');
+  await page.getByLabel('Mandate').selectOption(`${handle}/sandbox`);
+  await page.getByLabel(/Ask in client/).check();
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.getByTestId('new-key').waitFor();
+  const agentKey = await page.getByTestId('new-key').inputValue();
+  assert.match(agentKey, /^hlk_a_/);
+  const prefix = agentKey.slice(0, (await page.locator('[data-key]').last().getAttribute('data-key'))!.length);
+  assert.equal(await page.locator(`[data-key="${prefix}"] td`).nth(3).textContent(), 'yes');
+  await checkAndSave('3-keys');
+
+  // From the API: a call whose worst case (0.05 + a 1.50 downstream cap) is above the sandbox's 0.50 approval threshold.
+  const held = await hosted.http
+    .post('/v0/calls')
+    .set('authorization', `Bearer ${agentKey}`)
+    .send({ mandate: `${handle}/sandbox`, agent: 'gto/tree', input: { calls: [{ agent: 'gt/run', input: {} }] } });
+  assert.equal(held.status, 202);
+  const receiptId: string = held.body.receipt.id;
+
+  await open('Receipts', 'Receipts');
+  assert.equal(await page.locator(`[data-receipt="${receiptId}"] [data-testid=status]`).first().textContent(), 'pending approval');
+
+  await open('Approvals', 'Pending approvals');
+  const card = page.locator(`[data-approval="${held.body.approval.id}"]`);
+  assert.equal(await card.locator('h3').textContent(), 'gto/tree@1.0.0');
+  assert.deepEqual(await card.locator('dd').allTextContents(), [
+    `${handle}/sandbox`,
+    '1.55 EUR',
+    'none set',
+    held.body.approval.reason,
+    receiptId,
+    new Date(held.body.approval.expires_at).toLocaleString('en-US', { timeZone: 'UTC' }),
+  ]);
+  await checkAndSave('4-approvals');
+  await pressByKeyboard('Approve and run');
+  await page.getByRole('status').filter({ hasText: 'Approved' }).waitFor();
+  assert.equal(await page.getByRole('status').textContent(), `Approved: the call ran, receipt ${receiptId} succeeded, cost 0.15 EUR.`);
+
+  // The receipt tree now shows the run and the call it made.
+  await open('Receipts', 'Receipts');
+  const root = page.locator(`[data-receipt="${receiptId}"]`);
+  assert.equal(await root.locator('[data-testid=status]').first().textContent(), 'succeeded');
+  const child = root.locator('ul.tree > li.receipt');
+  assert.equal(await child.count(), 1);
+  assert.equal(await child.locator('strong').textContent(), 'gt/run@1.0.0');
+  assert.equal(await child.locator('[data-testid=status]').textContent(), 'succeeded');
+  await checkAndSave('5-receipts');
+
+  await open('Overview', 'Balance');
+  assert.equal(await page.getByTestId('balance').textContent(), '4.85 EUR');
+  assert.equal(await bar.getAttribute('aria-label'), 'spent 0.15, reserved 0.00, remaining 4.85 of 5.00 EUR');
+
+  // Revoke the agent key: it stops working at once.
+  await open('Keys', 'Keys');
+  await page.getByRole('button', { name: `Revoke ${prefix}` }).click();
+  await page.getByRole('status').filter({ hasText: `Revoked ${prefix}.` }).waitFor();
+  await page.locator(`[data-key="${prefix}"]`).waitFor({ state: 'detached' });
+  const refused = await hosted.http.get('/v0/me').set('authorization', `Bearer ${agentKey}`);
+  assert.deepEqual([refused.status, refused.body.code], [401, 'invalid_key']);
+
+  // The same view on a wider screen (the README's screenshot is a copy of this one).
+  await page.setViewportSize({ width: 1024, height: 768 });
+  await open('Receipts', 'Receipts');
+  await page.screenshot({ path: path.join(ARTIFACTS, '6-receipts-wide.png'), fullPage: true });
+
+  // Once on the console, every URL the page loaded is the gateway's.
+  const afterSignIn = requested.slice(signInStart).filter((url) => !url.startsWith(github.url) && !url.includes('/v0/auth/github'));
+  assert.deepEqual([...new Set(afterSignIn.map((url) => new URL(url).origin))], [origin]);
+  assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))].sort(), [origin, github.url].sort());
+});
+
+test('a pasted key: a refused sign-in code, grant and reject, receipts paged and filtered, an agent key refused, a revoked own key signs out', { skip }, async () => {
+  await freshPage();
+  const account = await hosted.signup();
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+  const call = (body: object) => hosted.http.post('/v0/calls').set(as(account.agent)).send({ mandate: account.mandate, ...body });
+  // Eleven cheap calls: one page of ten and an older page of one.
+  const cheap: string[] = [];
+  for (let i = 0; i < 11; i++) cheap.push((await call({ agent: 'gt/free', input: {} }).expect(200)).body.receipt.id);
+  await hosted.http
+    .post('/v0/mandates')
+    .set(as(account.human))
+    .send({ id: 'other', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, budget: { total: '1.00' } })
+    .expect(201);
+  const elsewhere = (await hosted.http.post('/v0/calls').set(as(account.human)).send({ mandate: `${account.handle}/other`, agent: 'gt/free', input: {} }).expect(200)).body.receipt.id;
+  const granted = (await call({ agent: 'gto/tree', input: {} }).expect(202)).body;
+  const rejected = (await call({ agent: 'gto/tree', input: { do: 'ok' } }).expect(202)).body;
+
+  // A sign-in error in the fragment is explained, and wiped from the address bar.
+  await page.goto(`${origin}/console#login_error=invalid_state`);
+  await page.getByRole('alert').filter({ hasText: 'expired' }).waitFor();
+  assert.equal(await page.getByRole('alert').textContent(), 'That sign-in link expired or was opened in another browser: sign in again.');
+  assert.equal(page.url(), `${origin}/console`);
+
+  // A sign-in code that is unknown (or used, or too old) is refused with the gateway's sentence.
+  await page.goto('about:blank');
+  await page.goto(`${origin}/console#login=not-a-code`);
+  await page.getByRole('alert').filter({ hasText: 'no_such_login_code' }).waitFor();
+  assert.equal(await page.getByRole('alert').textContent(), 'Signing in failed: this sign-in code is unknown, used or older than 2 minutes: sign in again (no_such_login_code)');
+  assert.equal(page.url(), `${origin}/console`);
+
+  // An agent key is not a way in.
+  await page.getByLabel('Human key', { exact: true }).fill(account.agent);
+  await page.getByRole('button', { name: 'Open the console' }).click();
+  await page.getByRole('alert').filter({ hasText: 'agent key' }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+
+  await page.getByLabel('Human key', { exact: true }).fill(account.human);
+  await page.getByRole('button', { name: 'Open the console' }).click();
+  assert.equal(await page.getByTestId('balance').textContent(), '5.00 EUR');
+
+  await open('Approvals', 'Pending approvals');
+  assert.equal(await page.locator('[data-approval]').count(), 2);
+  await page.getByRole('button', { name: `Grant gto/tree@1.0.0 (${granted.approval.id})` }).click();
+  await page.getByRole('status').filter({ hasText: 'Granted' }).waitFor();
+  await page.getByRole('button', { name: `Reject gto/tree@1.0.0 (${rejected.approval.id})` }).click();
+  await page.getByRole('status').filter({ hasText: 'Rejected' }).waitFor();
+  await page.locator('[data-approval]').first().waitFor({ state: 'detached' });
+  // The granted call runs when the agent re-submits it with its approval.
+  const rerun = await call({ agent: 'gto/tree', input: {}, approval: granted.approval.id });
+  assert.deepEqual([rerun.status, rerun.body.receipt.status], [200, 'succeeded']);
+  await checkAndSave('7-approvals-decided');
+
+  await open('Receipts', 'Receipts');
+  const shown = () => page.locator('ul.roots > li.receipt').evaluateAll((items) => items.map((item) => item.getAttribute('data-receipt')));
+  // In the order the calls were made (a re-submitted granted call keeps its receipt when it reuses it), newest first.
+  const made = [...new Set([...cheap, granted.receipt.id, rejected.receipt.id, rerun.body.receipt.id])];
+  const newestFirst = [...made].reverse();
+  await page.getByLabel('Mandate', { exact: true }).selectOption(account.mandate);
+  await page.locator(`[data-receipt="${elsewhere}"]`).waitFor({ state: 'detached' });
+  assert.deepEqual(await shown(), newestFirst.slice(0, 10));
+  await page.getByRole('button', { name: 'Older' }).click();
+  await page.getByText('Page 2').waitFor();
+  assert.deepEqual(await shown(), newestFirst.slice(10, 20));
+  assert.equal(await page.getByRole('button', { name: 'Older' }).isDisabled(), true);
+  await checkAndSave('8-receipts-paged');
+  await page.getByRole('button', { name: 'Newer' }).click();
+  await page.getByText('Page 1').waitFor();
+  assert.deepEqual(await shown(), newestFirst.slice(0, 10));
+  // Filtered by mandate: the other mandate's one receipt; all mandates again: it is among them.
+  await page.getByLabel('Mandate', { exact: true }).selectOption(`${account.handle}/other`);
+  await page.locator(`[data-receipt="${elsewhere}"]`).waitFor();
+  assert.deepEqual(await shown(), [elsewhere]);
+  await page.getByLabel('Mandate', { exact: true }).selectOption('');
+  await page.locator('ul.roots > li.receipt').nth(1).waitFor();
+  assert.deepEqual(await shown(), [...new Set([...cheap, elsewhere, ...made])].reverse().slice(0, 10));
+
+  // Revoking the key the console uses signs it out.
+  await open('Keys', 'Keys');
+  await page.getByRole('button', { name: `Revoke ${account.human_prefix}` }).click();
+  await page.getByRole('alert').filter({ hasText: 'no longer works' }).waitFor();
+  await page.getByRole('link', { name: 'Sign in with GitHub' }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+  assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))], [origin]);
+});
