@@ -168,6 +168,12 @@ export const operationTable: readonly Operation[] = [
           "minimum": 1,
           "maximum": 500,
           "default": 50
+        },
+        "cursor": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 200,
+          "pattern": "^[A-Za-z0-9_-]+$"
         }
       },
       "required": [],

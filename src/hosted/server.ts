@@ -59,7 +59,6 @@ const mcpNeedsAgentKey: Koa.Middleware = async (ctx, next) => {
 /** The hosted layer over a ready gateway. */
 export async function hostedExtension(parts: GatewayParts, settings: HostedSettings, stop: (error: unknown) => void): Promise<GatewayAppExtension> {
   const db = parts.database.knex;
-  await interruptRunningClaims(db);
   const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
   const deps = {
     db,
@@ -73,6 +72,7 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
   return {
     middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
+    recover: (dead, unowned) => interruptRunningClaims(db, dead, unowned),
     log_principal: (ctx) => {
       const principal = ctx.state.principal as Principal | undefined;
       return principal === undefined ? 'unresolved' : principal.kind === 'none' ? 'none' : principal.prefix;

@@ -1007,9 +1007,13 @@ export type ListReceiptsData = {
          */
         mandate?: Id;
         /**
-         * How many root receipts.
+         * How many root receipts per page: 1 to 500, default 50; outside that, 422 `invalid_request`.
          */
         limit?: number;
+        /**
+         * Where the page starts: the `next_cursor` of the previous page, as given (opaque). A cursor this gateway did not give answers 422 `invalid_request`.
+         */
+        cursor?: string;
     };
     url: '/v0/receipts';
 };
@@ -1037,6 +1041,10 @@ export type ListReceiptsResponses = {
      */
     200: {
         receipts: Array<ReceiptTree>;
+        /**
+         * The `cursor` of the next page; null when this page is the last.
+         */
+        next_cursor: string | null;
     };
 };
 
