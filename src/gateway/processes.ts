@@ -46,7 +46,7 @@ export interface LeaseOptions {
   logger: Logger;
   /** Called once when this process loses its lease (expired, or its lock connection died): it must stop. */
   onLost: (reason: string) => void;
-  /** Called after each heartbeat with the ids of dead processes that still own something (recovery). */
+  /** Called after each heartbeat (restart recovery of dead processes' calls). */
   onHeartbeat?: () => Promise<void>;
 }
 
@@ -99,13 +99,19 @@ export class ProcessLease {
     this.timer.unref();
   }
 
+  /**
+   * Renews the lease. On Postgres through the lock's own connection, so a pool busy with calls
+   * never delays it, and only while it has not expired (an expired lease is lost for good: other
+   * processes may be closing this one's calls). On PGlite no other process can see it: renewed as is.
+   */
   private async beat(): Promise<void> {
-    const db = this.database.knex;
-    const renewed = await db('gateway_processes')
-      .where({ id: this.id })
-      .andWhere('expires_at', '>', db.raw('clock_timestamp()'))
-      .update({ heartbeat_at: db.raw('clock_timestamp()'), expires_at: db.raw(`clock_timestamp() + make_interval(secs => ?)`, [this.options.lease_s]) });
-    if (renewed === 0) return this.lose(`the lease of process ${this.id} expired before its heartbeat`);
+    const renew = `UPDATE gateway_processes SET heartbeat_at = clock_timestamp(), expires_at = clock_timestamp() + make_interval(secs => $2) WHERE id = $1`;
+    if (this.lock) {
+      const renewed = await this.lock.query(`${renew} AND expires_at > clock_timestamp()`, [this.id, this.options.lease_s]);
+      if (renewed.rowCount === 0) return this.lose(`the lease of process ${this.id} expired before its heartbeat`);
+    } else {
+      await this.database.knex.raw(renew.replace('$2', '?').replace('$1', '?'), [this.options.lease_s, this.id]);
+    }
     await this.options.onHeartbeat?.();
   }
 

@@ -222,6 +222,8 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   });
   let recover: ((unowned: boolean) => Promise<void>) | null = null;
   const lease = await ProcessLease.acquire(database, { lease_s, url: 'url' in target ? target.url : undefined, logger, onLost, onHeartbeat: () => recover?.(false) ?? Promise.resolve() });
+  // Beating from now on: the rest of the start-up may outlast a lease on a loaded machine.
+  lease.start();
   closers.push(() => lease.end());
 
   // The host first: the shipped MCP agents are listed at its URL, whatever port it got.
@@ -248,7 +250,6 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     await lease.forget(dead);
   };
   await recover(true);
-  lease.start();
   outbox.start();
   closers.push(() => outbox.stop());
   // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).

@@ -37,7 +37,11 @@ export function spawnGateway(options: Omit<GatewayServerOptions, 'logger' | 'onL
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const options = JSON.parse(process.argv[2]) as GatewayServerOptions;
-  const running = await startGateway({ ...options, logger: pino({ level: 'silent' }) });
+  const onLost = (reason: string) => {
+    process.stderr.write(`gateway child ${process.pid}: ${reason}: exiting\n`);
+    process.exit(1);
+  };
+  const running = await startGateway({ ...options, logger: pino({ level: 'silent' }), onLost });
   process.once('SIGTERM', () => void running.close().then(() => process.exit(0)));
   process.stdout.write(`listening ${running.url}\n`);
 }
