@@ -58,9 +58,9 @@ describe('several gateway processes on one Postgres', { skip: onPostgres() ? fal
       () => books.knex('gateway_receipts').where({ status: 'running' }).whereRaw(`document->>'agent' = 'gt/sleeper@1.0.0'`).first('id', 'process'),
       30_000,
     );
-    // A third process starts (recovery at start-up), and both others beat their heartbeat (every 3 s) with recovery.
+    // A third process starts (recovery at start-up), and all beat their heartbeat (every 6 s) with recovery.
     const third = await startBankGateway(store, binding, mandate_dir);
-    await sleep(7_000);
+    await sleep(13_000);
     assert.deepEqual(await receiptOf(row.id), { status: 'running', error: null }, 'the call of the live process is still running');
     const lease = await books.knex('gateway_processes').where({ id: row.process }).first('pid');
     assert.equal(lease.pid, first.process.pid, 'the receipt names the process that runs it');

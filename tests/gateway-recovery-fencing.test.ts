@@ -9,8 +9,8 @@ import { startTestGateway, waitFor, type TestGateway } from './helpers/gateway.t
 
 let gw: TestGateway;
 before(async () => {
-  // A short lease: the heartbeat, and with it recovery, runs every 0.6 s.
-  process.env.HOLON_PROCESS_LEASE_S = '3';
+  // A short lease: the heartbeat, and with it recovery, runs every second.
+  process.env.HOLON_PROCESS_LEASE_S = '5';
   gw = await startTestGateway();
 });
 after(async () => {

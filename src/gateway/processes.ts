@@ -20,8 +20,8 @@ import { int, type Database } from '../db/index.ts';
 /** The first key of every lease's advisory lock (`pg_advisory_lock(LOCK_CLASS, id)`): "holo" in ASCII. */
 const LOCK_CLASS = 0x686f6c6f;
 
-/** How long a lease lasts without a heartbeat, in seconds: default 15. */
-export const DEFAULT_LEASE_S = 15;
+/** How long a lease lasts without a heartbeat, in seconds: default 30 (a `kill -9` is seen at once on Postgres anyway, through the lock). */
+export const DEFAULT_LEASE_S = 30;
 
 /** The bounds of `HOLON_PROCESS_LEASE_S`: at least 3 s (a heartbeat every 0.6 s), at most 600 s. */
 export const LEASE_BOUNDS_S = { min: 3, max: 600 } as const;

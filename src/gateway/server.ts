@@ -98,7 +98,7 @@ export interface GatewayServerOptions {
    */
   agents_host_port?: number | null;
   logger?: Logger;
-  /** How long this process's lease lasts without a heartbeat, seconds (default `HOLON_PROCESS_LEASE_S`, else 15; `processes.ts`). */
+  /** How long this process's lease lasts without a heartbeat, seconds (default `HOLON_PROCESS_LEASE_S`, else 30; `processes.ts`). */
   lease_s?: number;
   /**
    * Called when this process loses its lease (it expired, or the lock connection died): another
@@ -216,15 +216,6 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const database = await openDatabase(target);
   closers.push(database.close);
   const db = database.knex;
-  const onLost = options.onLost ?? ((reason: string) => {
-    logger.fatal(`${reason}: stopping, since another gateway process may be closing this one's calls`);
-    process.exit(1);
-  });
-  let recover: ((unowned: boolean) => Promise<void>) | null = null;
-  const lease = await ProcessLease.acquire(database, { lease_s, url: 'url' in target ? target.url : undefined, logger, onLost, onHeartbeat: () => recover?.(false) ?? Promise.resolve() });
-  // Beating from now on: the rest of the start-up may outlast a lease on a loaded machine.
-  lease.start();
-  closers.push(() => lease.end());
 
   // The host first: the shipped MCP agents are listed at its URL, whatever port it got.
   const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort, (line) => logger.info(`agents | ${line}`)) : null;
@@ -233,6 +224,16 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const registry = await Registry.fromDatabase(db);
   if (!options.extend) await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
+  const onLost = options.onLost ?? ((reason: string) => {
+    logger.fatal(`${reason}: stopping, since another gateway process may be closing this one's calls`);
+    process.exit(1);
+  });
+  let recover: ((unowned: boolean) => Promise<void>) | null = null;
+  const lease = await ProcessLease.acquire(database, { lease_s, url: 'url' in target ? target.url : undefined, logger, onLost, onHeartbeat: () => recover?.(false) ?? Promise.resolve() });
+  // Taken after the agents are loaded (CPU-bound work that could outlast a lease on a loaded
+  // machine), and beating from now on.
+  lease.start();
+  closers.push(() => lease.end());
   const outbox = new Outbox(db, clearing, logger);
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
   const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: (kind) => runtimeFor(kind), logger, gateway_id, process_id: lease.id });
