@@ -151,13 +151,18 @@ export class ProcessLease {
       .delete();
   }
 
-  /** Stops the heartbeat, ends the lease (expired now: the next process recovers at once) and releases the lock. */
+  /** Stops the heartbeat, ends the lease (expired now: the next process recovers at once; skipped if the database failed) and releases the lock. */
   async end(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.beating;
     const db = this.database.knex;
-    await db('gateway_processes').where({ id: this.id }).update({ expires_at: db.raw('clock_timestamp()') });
+    try {
+      await db('gateway_processes').where({ id: this.id }).update({ expires_at: db.raw('clock_timestamp()') });
+    } catch (error) {
+      // Closing after the database failed: the lock and the expiry end the lease all the same.
+      this.options.logger.warn({ err: error, process: this.id }, 'could not end the lease early');
+    }
     await this.lock?.end();
   }
 }
