@@ -9,8 +9,9 @@ import * as gatewayIdentity from './003_gateway_identity.ts';
 import * as gatewayHardening from './004_gateway_hardening.ts';
 import * as clearingWritePath from './005_clearing_write_path.ts';
 import * as hosted from './006_hosted.ts';
-import * as publishing from './011_publishing.ts';
+import * as gatewayProcesses from './007_gateway_processes.ts';
 import * as endpointCredentials from './010_endpoint_credentials.ts';
+import * as publishing from './011_publishing.ts';
 import * as filesEvaluations from './012_files_evaluations.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
@@ -26,8 +27,9 @@ const migrations: Record<string, Migration> = {
   '004_gateway_hardening': gatewayHardening,
   '005_clearing_write_path': clearingWritePath,
   '006_hosted': hosted,
-  '011_publishing': publishing,
+  '007_gateway_processes': gatewayProcesses,
   '010_endpoint_credentials': endpointCredentials,
+  '011_publishing': publishing,
   '012_files_evaluations': filesEvaluations,
 };
 

@@ -1,7 +1,7 @@
 /**
  * Receipts as trees (issue 11, gateway §4): each root receipt with its status, agent, cost,
  * billing and splits, and the receipts of the calls it made nested under it; newest first, a
- * page at a time (`GET /v0/receipts?limit&before`), filterable by mandate.
+ * page at a time (`GET /v0/receipts?limit&cursor`), filterable by mandate.
  */
 import type { ReceiptTree } from '../../clients/src/index.ts';
 import { describeError, type ConsoleContext } from './context.ts';
@@ -49,10 +49,8 @@ const paging: Paging = { mandate: '', cursors: [undefined] };
 
 /** Renders the current page of receipts into a fresh element. */
 export async function receiptsView(context: ConsoleContext): Promise<HTMLElement> {
-  const before = paging.cursors[paging.cursors.length - 1];
-  // One more than a page tells whether an older page exists.
-  const { receipts } = await context.holon.listReceipts({ limit: PAGE_SIZE + 1, ...(paging.mandate ? { mandate: paging.mandate } : {}), ...(before ? { before } : {}) });
-  const page = receipts.slice(0, PAGE_SIZE);
+  const cursor = paging.cursors[paging.cursors.length - 1];
+  const { receipts: page, next_cursor } = await context.holon.listReceipts({ limit: PAGE_SIZE, ...(paging.mandate ? { mandate: paging.mandate } : {}), ...(cursor ? { cursor } : {}) });
   const redraw = () => context.refresh().catch((error) => context.notify(describeError(error), 'error'));
   const filter = h('select', { id: 'receipts-mandate' }, h('option', { value: '' }, 'All mandates'), ...(context.me.mandates ?? []).map((id) => h('option', { value: id, selected: id === paging.mandate }, id)));
   filter.addEventListener('change', () => {
@@ -61,7 +59,7 @@ export async function receiptsView(context: ConsoleContext): Promise<HTMLElement
     void redraw();
   });
   const newer = h('button', { type: 'button', disabled: paging.cursors.length === 1, onclick: () => (paging.cursors.pop(), void redraw()) }, 'Newer');
-  const older = h('button', { type: 'button', disabled: receipts.length <= PAGE_SIZE, onclick: () => (paging.cursors.push(page[page.length - 1].id), void redraw()) }, 'Older');
+  const older = h('button', { type: 'button', disabled: next_cursor === null, onclick: () => (paging.cursors.push(next_cursor ?? undefined), void redraw()) }, 'Older');
   return h(
     'section',
     { 'aria-labelledby': 'receipts-title' },

@@ -180,8 +180,11 @@ export const operationTable: readonly Operation[] = [
           "maximum": 500,
           "default": 50
         },
-        "before": {
-          "$ref": "#/components/schemas/Id"
+        "cursor": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 200,
+          "pattern": "^[A-Za-z0-9_-]+$"
         }
       },
       "required": [],

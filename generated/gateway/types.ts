@@ -137,7 +137,7 @@ export interface paths {
         };
         /**
          * Receipt trees (gateway §4, §5)
-         * @description Root receipts (those without a parent), newest first, each as a tree through `children`; paged with `limit` and `before`.
+         * @description Root receipts (those without a parent), newest first, each as a tree through `children`, one page at a time: `limit` trees (default 50, at most 500), then `next_cursor` to pass as `cursor` for the next page (null on the last). Pages are read from the database, never all in memory; a receipt written while paging appears on the first page of a new listing, never twice in one.
          */
         get: operations["list-receipts"];
         put?: never;
@@ -1675,10 +1675,10 @@ export interface operations {
             query?: {
                 /** @description Only receipts under this root mandate. A mandate that does not exist, or a derived sub-mandate (usable only by its own run), answers 404 `no_such_mandate`. */
                 mandate?: components["schemas"]["Id"];
-                /** @description How many root receipts. */
+                /** @description How many root receipts per page: 1 to 500, default 50; outside that, 422 `invalid_request`. */
                 limit?: number;
-                /** @description A page's cursor: only root receipts older than this root receipt (the last one of the previous page). One that is not a root receipt under the same filter (and, hosted, in the caller's scope) answers 404 `no_such_receipt`. */
-                before?: components["schemas"]["Id"];
+                /** @description Where the page starts: the `next_cursor` of the previous page, as given (opaque). A cursor this gateway did not give answers 422 `invalid_request`. */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -1694,6 +1694,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         receipts: components["schemas"]["ReceiptTree"][];
+                        /** @description The `cursor` of the next page; null when this page is the last. */
+                        next_cursor: string | null;
                     };
                 };
             };

@@ -25,7 +25,7 @@ import type { CallResult, Gateway } from './lifecycle.ts';
 import { budgetOf, budgetView, loadMandate } from './mandates.ts';
 import type { Outbox } from './outbox.ts';
 import type { Registry } from './registry.ts';
-import { listReceiptTrees, readReceipt, treeOf } from './receipts.ts';
+import { listReceiptTrees, readReceipt, RECEIPT_PAGE, treeOf } from './receipts.ts';
 
 /** Options of `createGatewayApp`. */
 export interface GatewayAppOptions {
@@ -57,6 +57,11 @@ export interface GatewayAppExtension {
   mcp_session?: McpOptions['session'];
   /** Called after an unexpected failure (answered 500) is logged, e.g. to stop the process when the database failed. */
   onUnexpected?: (error: unknown) => void;
+  /**
+   * Restart recovery of what the composition keeps per call (issue 12 §4): called at start-up
+   * (`unowned`: also what no process claimed) and at every heartbeat with the dead processes' ids.
+   */
+  recover?: (dead: readonly number[], unowned: boolean) => Promise<unknown>;
   /** Names the principal of a request in its log line (a key prefix, never a key). */
   log_principal?: (ctx: Koa.Context) => string;
 }
@@ -81,7 +86,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     'search-agents': async ({ query }: OperationRequest<'search-agents'>) => {
       const mandate = query.mandate ? await loadMandate(db, query.mandate) : null;
       if (query.mandate && !mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
-      return { agents: searchAgents(registry, gateway.stats, mandate, query) };
+      return { agents: searchAgents(registry, await gateway.measured(), mandate, query) };
     },
 
     'read-agent': async ({ params }: OperationRequest<'read-agent'>) => {
@@ -93,7 +98,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
         throw new HttpError(422, 'invalid_request', (error as Error).message);
       }
       if (!listed) throw new HttpError(404, 'no_such_agent', registry.missing(ref));
-      const stats = gateway.stats.get(listed.loaded.manifest.id) ?? { runs: 0, successes: 0 };
+      const stats = (await gateway.measured([listed.loaded.manifest.id])).get(listed.loaded.manifest.id) ?? { runs: 0, successes: 0 };
       return {
         manifest: listed.document,
         proprietary: listed.loaded.manifest.license === 'proprietary',
@@ -139,7 +144,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
 
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => {
       if (query.mandate && !(await loadMandate(db, query.mandate))) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
-      return { receipts: await listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? 50, before: query.before }) };
+      return listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? RECEIPT_PAGE.default, cursor: query.cursor });
     },
 
     'read-receipt': async ({ params }: OperationRequest<'read-receipt'>) => {

@@ -3,7 +3,9 @@
  * agents matching words and a capability, priced in the mandate's currency when one is given,
  * with the mandate's answer for each, ranked by cost per successful run.
  */
+import type { Knex } from 'knex';
 import { checkCall } from '../contracts/check-call.ts';
+import { int } from '../db/index.ts';
 import { formatMoney } from '../contracts/money.ts';
 import { worstCase } from '../contracts/pricing.ts';
 import type { StoredMandate } from './mandates.ts';
@@ -11,6 +13,17 @@ import type { Registry } from './registry.ts';
 
 /** Measured runs and successes by agent id. */
 export type Measured = ReadonlyMap<string, { runs: number; successes: number }>;
+
+/**
+ * The measured record (`gateway_agent_stats`, kept by every process in the transaction of each
+ * finished run) of the agents `ids`, or of every agent: read from the database each time, so
+ * every gateway process ranks on the same figures (issue 12 §4).
+ */
+export async function readMeasured(db: Knex, ids?: readonly string[]): Promise<Measured> {
+  const query = db('gateway_agent_stats').select('id', 'runs', 'successes');
+  if (ids) query.whereIn('id', ids);
+  return new Map((await query).map((row) => [row.id as string, { runs: int(row.runs), successes: int(row.successes) }]));
+}
 
 /**
  * The success rate used for ranking: (successes + 1) / (runs + 1), so an agent without runs is

@@ -29,19 +29,28 @@ export async function closeExpiredApprovals(db: Knex): Promise<void> {
 }
 
 /**
- * At start-up (gateway §7 "Restarts"): every receipt still `pending_approval` under an approval
- * that is no longer pending is closed. An approved call that never started ends like any
- * interrupted call (`failed`, `gateway_restarted`, never billed), and its held input is deleted;
- * a rejected or expired one ends `rejected`. Returns how many were closed.
+ * Restart recovery (gateway §7 "Restarts", issue 12 §4): every receipt still `pending_approval`
+ * under an approval that is no longer pending, and claimed by a dead process (the process
+ * deciding an approval records itself on the receipt before it runs the call), is closed; with
+ * `unowned` (at start-up), those no process claimed too (a grant never used, or written before
+ * processes were recorded). An
+ * approved call that never started ends like any interrupted call (`failed`,
+ * `gateway_restarted`, never billed), and its held input is deleted; a rejected or expired one
+ * ends `rejected`. `dead`: the processes whose claims no longer count. Returns how many were closed.
  */
-export async function closeStrandedApprovals(db: Knex): Promise<number> {
-  const stranded = await db('gateway_receipts as r')
-    .join('gateway_approvals as a', 'a.receipt', 'r.id')
-    .where('r.status', 'pending_approval')
-    .whereNot('a.status', 'pending')
-    .select('r.id', 'a.id as approval', 'a.status');
-  for (const row of stranded) {
+export async function closeStrandedApprovals(db: Knex, dead: readonly number[], unowned: boolean): Promise<number> {
+  const stranded = (trx: Knex | Knex.Transaction) =>
+    trx('gateway_receipts as r')
+      .join('gateway_approvals as a', 'a.receipt', 'r.id')
+      .where('r.status', 'pending_approval')
+      .whereNot('a.status', 'pending')
+      .where((owner) => (unowned ? owner.whereNull('r.process').orWhereIn('r.process', [...dead]) : owner.whereIn('r.process', [...dead])));
+  let closed = 0;
+  for (const row of await stranded(db).select('r.id', 'a.id as approval', 'a.status')) {
     await db.transaction(async (trx) => {
+      // Locked and read again: a live process may have claimed it meanwhile.
+      if (!(await stranded(trx).where('r.id', row.id).forUpdate('r').first('r.id'))) return;
+      closed++;
       if (row.status === 'approved') {
         await closeHeldReceipt(trx, row.id, 'failed', 'gateway_restarted', `the gateway restarted before approval ${row.approval}'s call started; nothing was billed`);
       } else if (row.status === 'expired') {
@@ -51,7 +60,7 @@ export async function closeStrandedApprovals(db: Knex): Promise<number> {
       }
     });
   }
-  return stranded.length;
+  return closed;
 }
 
 /**
@@ -65,6 +74,8 @@ export async function decideApproval(db: Knex, gateway: Gateway, id: string, dec
     if (!approval) throw new HttpError(404, 'no_such_approval', `there is no approval ${id}`);
     if (approval.status !== 'pending') throw new HttpError(409, 'approval_decided', `approval ${id} is already ${approval.status}`);
     await decide(trx, approval.id, decision === 'approve' ? 'approved' : 'rejected');
+    // The run is this process's from now on: recovery of another process must not close it (issue 12 §4).
+    if (decision === 'approve') await trx('gateway_receipts').where({ id: approval.receipt }).update({ process: gateway.process_id });
     if (decision === 'reject') await closeHeldReceipt(trx, approval.receipt, 'rejected', 'approval_rejected', `approval ${approval.id} was rejected; nothing ran and nothing was billed`);
     return approval;
   });

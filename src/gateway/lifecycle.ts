@@ -19,13 +19,13 @@ import { splitCharge, splitLines } from '../contracts/split.ts';
 import type { Runtime, RunOutcome, Delegate, FileLink } from '../runtimes/types.ts';
 import { HttpError } from '../http/errors.ts';
 import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
-import { rankingRate } from './catalogue.ts';
+import { rankingRate, readMeasured } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type StoredMandate } from './mandates.ts';
 import type { Intent, Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
-import { costView, nextReceiptId, now, saveReceipt, treeOf, type Receipt, type ReceiptTree } from './receipts.ts';
+import { costView, nextReceiptId, now, readReceipt, saveReceipt, treeOf, type Receipt, type ReceiptTree } from './receipts.ts';
 
 /** A call as `POST /v0/calls` takes it (gateway §5); `max_cost` is a decimal string in the mandate's currency. */
 export interface CallRequest {
@@ -80,6 +80,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** This gateway's id (`gateway_identity`), part of every transaction and hold id it gives the binding. */
   gateway_id: string;
+  /** This process's lease id (`gateway_processes`), recorded on every call it runs (issue 12 §4). */
+  process_id: number;
 }
 
 /**
@@ -125,9 +127,6 @@ class Stop extends Error {
 
 /** The gateway's call pipeline. */
 export class Gateway {
-  /** Measured runs and successes per agent id (the measured record), kept current by `finish`. */
-  readonly stats = new Map<string, { runs: number; successes: number }>();
-
   /** Set by the hosted composition ({@link useFiles}); absent, file handles are plain strings. */
   private files: FileAttacher | null = null;
 
@@ -136,6 +135,16 @@ export class Gateway {
   /** Makes every call check and link the files its input names (gateway §7 "Files"); set once, before the gateway serves. */
   useFiles(attacher: FileAttacher): void {
     this.files = attacher;
+  }
+
+  /** This process's lease id: the owner recorded on the calls it runs. */
+  get process_id(): number {
+    return this.deps.process_id;
+  }
+
+  /** The measured record of `ids` (or every agent), read from the database: the same in every process. */
+  measured(ids?: readonly string[]): ReturnType<typeof readMeasured> {
+    return readMeasured(this.deps.db, ids);
   }
 
   /** The identity of a call's work at the binding: `<gateway>:<receipt>` (clearing-contract §9, §13). */
@@ -186,7 +195,7 @@ export class Gateway {
     };
     try {
       this.parseRequest(call);
-      this.resolve(call);
+      await this.resolve(call);
       this.checkInput(call);
       await this.checkFiles(call);
       const pending = await this.admit(call);
@@ -227,7 +236,7 @@ export class Gateway {
   }
 
   /** §1 "Resolve": a name picks the highest listed version in range; a capability, the best implementer the mandate allows. */
-  private resolve(call: Call): void {
+  private async resolve(call: Call): Promise<void> {
     const { registry } = this.deps;
     if (call.request.agent !== undefined) {
       let listed: ListedAgent | null;
@@ -239,7 +248,7 @@ export class Gateway {
       if (!listed) throw new Stop('denied', 404, 'no_such_agent', registry.missing(call.request.agent));
       call.agent = listed;
     } else {
-      call.agent = this.bestImplementer(call, call.request.capability!);
+      call.agent = await this.bestImplementer(call, call.request.capability!);
     }
     call.receipt.agent = agentRef(call.agent.loaded.manifest);
   }
@@ -249,9 +258,10 @@ export class Gateway {
    * `rankingRate`) and takes the cheapest the mandate admits, skipping those that do not fit the
    * delegation slot. Ties go to the lower id.
    */
-  private bestImplementer(call: Call, capability: string): ListedAgent {
+  private async bestImplementer(call: Call, capability: string): Promise<ListedAgent> {
     const candidates = this.deps.registry.implementers(capability);
     if (candidates.length === 0) throw new Stop('denied', 404, 'no_such_agent', `no listed agent implements ${capability}`);
+    const measured = await this.measured(candidates.map((agent) => agent.loaded.manifest.id));
     const ranked: Array<{ agent: ListedAgent; score: number }> = [];
     let first: string | null = null;
     for (const agent of candidates) {
@@ -263,18 +273,11 @@ export class Gateway {
         first ??= reason;
         continue;
       }
-      ranked.push({ agent, score: (wc as { worst_case_micros: number }).worst_case_micros / rankingRate(this.stats, agent.loaded.manifest.id) });
+      ranked.push({ agent, score: (wc as { worst_case_micros: number }).worst_case_micros / rankingRate(measured, agent.loaded.manifest.id) });
     }
     if (ranked.length === 0) throw new Stop('denied', 403, 'no_allowed_implementer', `no implementer of ${capability} is allowed: ${first}`);
     ranked.sort((a, b) => a.score - b.score || a.agent.loaded.manifest.id.localeCompare(b.agent.loaded.manifest.id));
     return ranked[0].agent;
-  }
-
-  /** Loads the measured record of every agent (at start-up). */
-  async loadStats(): Promise<void> {
-    for (const row of await this.deps.db('gateway_agent_stats').select()) {
-      this.stats.set(row.id, { runs: Number(row.runs), successes: Number(row.successes) });
-    }
   }
 
   /** §1 step 3: the input against `interface.input` (patterns on RE2). Rejected: nothing reserved or billed. */
@@ -391,7 +394,7 @@ export class Gateway {
         const payer = manifest.downstream?.mode === 'included' ? manifest.id.split('/')[0] : call.receipt.payer;
         sub = await storeMandate(trx, subDocument, { parent: call.mandate.id, payer });
       }
-      await saveReceipt(trx, call.receipt, this.rootMandate(call), holdId);
+      await saveReceipt(trx, call.receipt, this.rootMandate(call), { hold_id: holdId, process: this.deps.process_id });
       return result;
     });
     if (!reserved.ok) {
@@ -550,17 +553,25 @@ export class Gateway {
       duration_ms: Date.now() - call.started_ms,
     });
     const total_micros = result.own_micros + result.downstream_micros;
-    await this.deps.db.transaction(async (trx) => {
-      await saveReceipt(trx, call.receipt, this.rootMandate(call), null);
+    const fenced = await this.deps.db.transaction(async (trx) => {
+      // Fenced (issue 12 §4): a receipt no longer `running` was closed by restart recovery, which
+      // took this process for dead and released the budget and the hold: nothing may be billed now.
+      const row = await trx('gateway_receipts').where({ id: call.id }).forUpdate().first('status');
+      if (row?.status !== 'running') return true;
+      await saveReceipt(trx, call.receipt, this.rootMandate(call));
       await closeReservation(trx, call.id, total_micros);
       await this.deps.outbox.write(trx, intents);
       await trx('gateway_agent_stats')
         .insert({ id: manifest.id, runs: 1, successes: result.succeeded ? 1 : 0 })
         .onConflict('id')
         .merge({ runs: trx.raw('gateway_agent_stats.runs + 1'), successes: trx.raw('gateway_agent_stats.successes + ?', [result.succeeded ? 1 : 0]) });
+      return false;
     });
-    const stats = this.stats.get(manifest.id) ?? { runs: 0, successes: 0 };
-    this.stats.set(manifest.id, { runs: stats.runs + 1, successes: stats.successes + (result.succeeded ? 1 : 0) });
+    if (fenced) {
+      const closed = (await readReceipt(this.deps.db, call.id))!;
+      this.deps.logger.error({ receipt: call.id }, 'a call finished after restart recovery closed it: its outcome is not billed');
+      return { http: 502, receipt: closed, error: closed.error ?? undefined, total_micros: 0 };
+    }
     void this.deps.outbox.drain();
     const http = result.succeeded ? 200 : 502;
     return { http, receipt: call.receipt, output: result.output, error: result.error ?? undefined, total_micros };

@@ -5,8 +5,8 @@
  */
 import type { Knex } from 'knex';
 import { iso } from '../db/index.ts';
-import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
+import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 
 /** How a request ended (or `running` while it runs). */
 export type ReceiptStatus = 'running' | 'succeeded' | 'failed' | 'denied' | 'pending_approval' | 'rejected_input' | 'rejected';
@@ -48,18 +48,34 @@ export async function nextReceiptId(db: Knex): Promise<string> {
   return `r${result.rows[0].n}`;
 }
 
+/** Who owns a `running` receipt: the hold to release if its process dies first, and that process's lease id. */
+export interface RunningOwner {
+  hold_id: string | null;
+  process: number;
+}
+
 /**
- * Writes (or overwrites) a receipt; `hold_id` is the hold to release if the gateway restarts
- * before it is finalized. A final receipt under an approval also deletes the approval's held
+ * Writes (or overwrites) a receipt; `running` (for a receipt written `running`) names the hold to
+ * release and the process to outlive before restart recovery may close it (issue 12 §4); a
+ * receipt written without it is owned by no process. A final receipt under an approval also deletes the approval's held
  * input: the run's outcome is recorded, so nothing needs it any more (gateway §4, issue 8 §1.5).
  * A finished run (succeeded or failed) also lands once in `call_events` (gateway §7 "The
  * journal"), append-only, written with its receipt (in the caller's transaction when it passes one).
  */
-export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, hold_id: string | null = null): Promise<void> {
+export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, running: RunningOwner | null = null): Promise<void> {
   await db('gateway_receipts')
-    .insert({ id: receipt.id, parent: receipt.parent, root_mandate, status: receipt.status, document: JSON.stringify(receipt), hold_id, created_at: receipt.created_at })
+    .insert({
+      id: receipt.id,
+      parent: receipt.parent,
+      root_mandate,
+      status: receipt.status,
+      document: JSON.stringify(receipt),
+      hold_id: running?.hold_id ?? null,
+      process: running?.process ?? null,
+      created_at: receipt.created_at,
+    })
     .onConflict('id')
-    .merge(['status', 'document', 'hold_id']);
+    .merge(['status', 'document', 'hold_id', 'process']);
   if (receipt.approval !== null && receipt.status !== 'running' && receipt.status !== 'pending_approval') {
     await db('gateway_approvals').where({ id: receipt.approval }).whereNot({ status: 'pending' }).update({ input: null });
   }
@@ -98,29 +114,49 @@ export async function treeOf(db: Knex, receipt: Receipt): Promise<ReceiptTree> {
   return { ...receipt, calls };
 }
 
-/**
- * Root receipts (no parent), newest first, optionally under one root mandate or any of
- * `mandates` (hosted scoping), as trees; at most `limit` (1..500, bounded by the API schema).
- * `before` pages: only roots older than that root receipt, in the same (created_at, id) order.
- * Throws 404 `no_such_receipt` when `before` is not a root receipt under the same filter, so a
- * cursor never reveals a receipt outside the caller's scope.
- */
-export async function listReceiptTrees(db: Knex, options: { mandate?: string; mandates?: readonly string[]; limit: number; before?: string }): Promise<ReceiptTree[]> {
-  const roots = () => {
-    const query = db('gateway_receipts').whereNull('parent');
-    if (options.mandate) query.where({ root_mandate: options.mandate });
-    if (options.mandates) query.whereIn('root_mandate', options.mandates);
-    return query;
-  };
-  const query = roots().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(options.limit);
-  if (options.before !== undefined) {
-    const cursor = await roots().where({ id: options.before }).first('id', 'created_at');
-    if (!cursor) throw new HttpError(404, 'no_such_receipt', `there is no root receipt ${options.before} to page from: pass the id of the last receipt of the previous page`);
-    query.where((older) => older.where('created_at', '<', cursor.created_at).orWhere((same) => same.where('created_at', '=', cursor.created_at).andWhere('id', '<', cursor.id)));
+/** Most root receipts one page lists, and the default (gateway §5 `GET /v0/receipts`, `limit`). */
+export const RECEIPT_PAGE = { default: 50, max: 500 } as const;
+
+/** A page of receipt trees and the cursor of the next one (null on the last page). */
+export interface ReceiptPage {
+  receipts: ReceiptTree[];
+  next_cursor: string | null;
+}
+
+/** The cursor after a row: its exact `created_at` (microseconds, UTC) and id, base64url. */
+const cursorOf = (at: string, id: string): string => Buffer.from(JSON.stringify([at, id])).toString('base64url');
+
+/** The position a cursor names; throws HttpError 422 `invalid_request` for anything {@link cursorOf} did not make. */
+function positionOf(cursor: string): [string, string] {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (typeof at === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/.test(at) && typeof id === 'string' && /^r\d{1,19}$/.test(id)) return [at, id];
+  } catch {
+    // Not base64url JSON: refused below like any other foreign cursor.
   }
-  const trees: ReceiptTree[] = [];
-  for (const row of await query.select('document')) trees.push(await treeOf(db, documentOf(row)));
-  return trees;
+  throw new HttpError(422, 'invalid_request', `invalid request: cursor ${JSON.stringify(cursor.slice(0, 40))} is not one this gateway gave: pass next_cursor from the previous page as it is`);
+}
+
+/**
+ * One page of root receipts (no parent), newest first, optionally under one root mandate or any
+ * of `mandates` (hosted scoping), as trees; `cursor` continues after the page that gave it.
+ * `limit` is at most {@link RECEIPT_PAGE}`.max` (the API refuses more). Throws HttpError 422 for a foreign cursor.
+ */
+export async function listReceiptTrees(db: Knex, options: { mandate?: string; mandates?: readonly string[]; limit: number; cursor?: string }): Promise<ReceiptPage> {
+  const limit = Math.min(options.limit, RECEIPT_PAGE.max);
+  const query = db('gateway_receipts')
+    .whereNull('parent')
+    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .limit(limit + 1);
+  if (options.mandate) query.where({ root_mandate: options.mandate });
+  if (options.mandates) query.whereIn('root_mandate', options.mandates);
+  if (options.cursor !== undefined) query.whereRaw('(created_at, id) < (?::timestamptz, ?)', positionOf(options.cursor));
+  const rows = await query.select('document', 'id', db.raw(`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at`));
+  const page = rows.slice(0, limit);
+  const receipts: ReceiptTree[] = [];
+  for (const row of page) receipts.push(await treeOf(db, documentOf(row)));
+  const last = page[page.length - 1];
+  return { receipts, next_cursor: rows.length > limit ? cursorOf(last.at, last.id) : null };
 }
 
 /** The receipts of the calls `id` made, in the order they were made. */
@@ -129,9 +165,15 @@ export async function childrenOf(db: Knex | Knex.Transaction, id: string): Promi
   return rows.map(documentOf);
 }
 
-/** Receipts still `running` (an interrupted process's calls), with the hold each had opened. */
-export async function runningReceipts(db: Knex): Promise<Array<{ receipt: Receipt; hold_id: string | null }>> {
-  const rows = await db('gateway_receipts').where({ status: 'running' }).select('document', 'hold_id');
+/**
+ * Receipts still `running` whose process is one of `dead` (or unrecorded: written before
+ * processes were), with the hold each had opened; `lock` reads them `FOR UPDATE` in a transaction.
+ */
+export async function runningReceipts(db: Knex | Knex.Transaction, dead: readonly number[], options: { id?: string; lock?: boolean } = {}): Promise<Array<{ receipt: Receipt; hold_id: string | null }>> {
+  const query = db('gateway_receipts').where({ status: 'running' }).where((owner) => owner.whereNull('process').orWhereIn('process', [...dead]));
+  if (options.id !== undefined) query.where({ id: options.id });
+  if (options.lock) query.forUpdate();
+  const rows = await query.select('document', 'hold_id');
   return rows.map((row) => ({ receipt: documentOf(row), hold_id: row.hold_id ?? null }));
 }
 

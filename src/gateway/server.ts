@@ -1,8 +1,9 @@
 /**
  * `holon serve`: the dev gateway (gateway §5, §6 "Dev runtime") in one process with the
  * embedded database and, unless `clearing_url` names another binding, the reference clearing
- * binding; `agents/host.mjs` runs beside it as a child process. It loads the shipped agents (`examples/`, `agents/`), closes calls a previous process
- * left in flight (gateway §7 "Restarts"), posts pending settlements, and makes sure the dev
+ * binding; `agents/host.mjs` runs beside it as a child process. It loads the shipped agents (`examples/`, `agents/`), takes a
+ * process lease, closes calls that dead processes left in flight (gateway §7 "Restarts"; several
+ * processes may share one Postgres, issue 12 §4), posts pending settlements, and makes sure the dev
  * account `dev` and the mandates of `examples/mandates/` exist, so a first call needs no set-up.
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -10,9 +11,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import type { Knex } from 'knex';
 import pino, { type Logger } from 'pino';
-import { parseMoney, type Micros } from '../contracts/money.ts';
+import type { Knex } from 'knex';
 import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from '../db/index.ts';
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
 import { isLoopback } from '../http/access.ts';
@@ -22,13 +22,13 @@ import type { Fetch } from '../runtimes/http.ts';
 import { runtimeFor } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused, clearingTimeoutsFromEnv, type ClearingTimeouts } from './clearing.ts';
 import { createGatewayApp, type GatewayAppExtension } from './app.ts';
-import { closeStrandedApprovals } from './decisions.ts';
 import { Gateway, type GatewayDeps } from './lifecycle.ts';
-import { closeReservation, storeMandate } from './mandates.ts';
+import { storeMandate } from './mandates.ts';
 import { Outbox } from './outbox.ts';
+import { leaseFromEnv, ProcessLease } from './processes.ts';
+import { recoverDead } from './recovery.ts';
 import { startAgentsHost } from './agents-host.ts';
 import { Registry } from './registry.ts';
-import { childrenOf, costView, runningReceipts, saveReceipt, type Receipt } from './receipts.ts';
 
 /** The dev account that pays for calls under the example mandates. */
 export const DEV_ACCOUNT = 'dev';
@@ -100,6 +100,13 @@ export interface GatewayServerOptions {
    */
   agents_host_port?: number | null;
   logger?: Logger;
+  /** How long this process's lease lasts without a heartbeat, seconds (default `HOLON_PROCESS_LEASE_S`, else 30; `processes.ts`). */
+  lease_s?: number;
+  /**
+   * Called when this process loses its lease (it expired, or the lock connection died): another
+   * process may be closing its calls. Default: a fatal log line and exit code 1.
+   */
+  onLost?: (reason: string) => void;
   /**
    * A composition above the gateway (the hosted gateway, gateway §7), called once the gateway is
    * ready and before it listens; what it answers extends the app. With it, the dev account, its
@@ -148,6 +155,8 @@ export interface RunningGateway {
   gateway: Gateway;
   outbox: Outbox;
   db: Database;
+  /** This process's lease (`processes.ts`). */
+  lease: ProcessLease;
   close(): Promise<void>;
 }
 
@@ -190,40 +199,6 @@ async function loadExampleMandates(database: Database, dir: string): Promise<voi
   }
 }
 
-/**
- * What the payer of an interrupted call paid for its finished downstream calls: the passthrough
- * children's totals, and through a child interrupted too, what its own finished children cost.
- */
-async function paidDownstream(db: Knex, receipt: Receipt): Promise<Micros> {
-  let total_micros = 0;
-  for (const child of await childrenOf(db, receipt.id)) {
-    if (child.payer !== receipt.payer) continue;
-    total_micros += child.status === 'running' ? await paidDownstream(db, child) : parseMoney(child.cost.total);
-  }
-  return total_micros;
-}
-
-/**
- * §7 "Restarts": calls in flight when the last process stopped are closed `failed` with
- * `gateway_restarted`, never billed; their budget reservations and holds are released. Finished
- * downstream calls keep their own receipts and stay paid: the interrupted call lists them as its
- * children, shows them as its downstream cost, and they count against its mandate.
- */
-async function closeInterrupted(database: Database, outbox: Outbox): Promise<number> {
-  const interrupted = await runningReceipts(database.knex);
-  for (const { receipt, hold_id } of interrupted) {
-    const children = (await childrenOf(database.knex, receipt.id)).map((child) => child.id);
-    const downstream_micros = await paidDownstream(database.knex, receipt);
-    await database.knex.transaction(async (trx) => {
-      const error = { code: 'gateway_restarted', message: 'the gateway restarted while this call ran; nothing was billed' };
-      await saveReceipt(trx, { ...receipt, status: 'failed', billed: false, cost: costView(0, downstream_micros), children, error }, receipt.mandate.split('.')[0]);
-      await closeReservation(trx, receipt.id, downstream_micros > 0 ? downstream_micros : null);
-      if (hold_id) await outbox.write(trx, [{ operation: 'release-hold', receipt: receipt.id, body: { holdId: hold_id, reason: 'gateway restarted' } }]);
-    });
-  }
-  return interrupted.length;
-}
-
 /** The URL this machine reaches a server listening on `address:port` at: through 127.0.0.1 when it listens on loopback or everywhere. */
 function localUrl(address: string, port: number): string {
   if (isLoopback(address) || address === '0.0.0.0' || address === '::') return `http://127.0.0.1:${port}`;
@@ -252,13 +227,15 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
   const hostPort = options.agents_host_port === undefined ? agentsPortFromEnv() : options.agents_host_port;
   const targetOf = (dir: string): DatabaseTarget => (options.database_url ? { url: options.database_url } : targetFromEnv(dir));
+  const lease_s = options.lease_s ?? leaseFromEnv();
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
     binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger });
     closers.push(binding.close);
   }
   const clearing = new ClearingPort(options.clearing_url ?? binding!.url, options.clearing_timeouts ?? clearingTimeoutsFromEnv());
-  const database = await openDatabase(targetOf(path.join(options.db, 'gateway')));
+  const target = targetOf(path.join(options.db, 'gateway'));
+  const database = await openDatabase(target);
   closers.push(database.close);
   const db = database.knex;
 
@@ -269,6 +246,16 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const registry = await Registry.fromDatabase(db);
   if (!options.extend) await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
+  const onLost = options.onLost ?? ((reason: string) => {
+    logger.fatal(`${reason}: stopping, since another gateway process may be closing this one's calls`);
+    process.exit(1);
+  });
+  let recover: ((unowned: boolean) => Promise<void>) | null = null;
+  const lease = await ProcessLease.acquire(database, { lease_s, url: 'url' in target ? target.url : undefined, logger, onLost, onHeartbeat: () => recover?.(false) ?? Promise.resolve() });
+  // Taken after the agents are loaded (CPU-bound work that could outlast a lease on a loaded
+  // machine), and beating from now on.
+  lease.start();
+  closers.push(() => lease.end());
   const outbox = new Outbox(db, clearing, logger);
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
   const published = options.published;
@@ -276,16 +263,21 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     runtimeFor: (agent) => runtimeFor(agent.loaded.manifest.runtime.kind, agent.published && published ? { fetch: published.fetch } : {}),
     credentialFor: async (agent) => (agent.published && published ? published.credential(db, agent.loaded.manifest.id) : null),
   };
-  const gateway = new Gateway({ db, registry, clearing, outbox, ...agents, logger, gateway_id });
-  await gateway.loadStats();
-  await closeInterrupted(database, outbox);
-  await closeStrandedApprovals(db);
+  const gateway = new Gateway({ db, registry, clearing, outbox, ...agents, logger, gateway_id, process_id: lease.id });
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
   const dev = !options.extend;
   await prepareAccounts(clearing, [...(dev ? [DEV_ACCOUNT] : []), ...(await rootPayers()), ...authors()], logger, dev);
   const extension = options.extend ? await options.extend({ database, gateway, registry, clearing, outbox, logger, agents }) : undefined;
+  // §7 "Restarts": what dead processes left open, now and at every heartbeat (issue 12 §4).
+  recover = async (unowned) => {
+    const dead = await lease.deadProcesses();
+    await recoverDead(db, outbox, dead, unowned);
+    await extension?.recover?.(dead, unowned);
+    await lease.forget(dead);
+  };
+  await recover(true);
   outbox.start();
   closers.push(() => outbox.stop());
   // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).
@@ -322,6 +314,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     gateway,
     outbox,
     db: database,
+    lease,
     close: closeAll,
   };
 }

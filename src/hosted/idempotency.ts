@@ -27,9 +27,16 @@ export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
 
 const KEY_SHAPE = /^[\x21-\x7e]+$/;
 
-/** Marks every claim still `running` as `interrupted` (start-up, gateway §7 "Restarts"); returns how many. */
-export async function interruptRunningClaims(db: Knex): Promise<number> {
-  return db('hosted_idempotency').where({ status: 'running' }).update({ status: 'interrupted' });
+/**
+ * Marks `interrupted` the claims still `running` in the dead processes `dead` (gateway §7
+ * "Restarts", issue 12 §4), and with `unowned` (start-up) those no process recorded; a live
+ * process's claims are never touched. Returns how many.
+ */
+export async function interruptRunningClaims(db: Knex, dead: readonly number[], unowned: boolean): Promise<number> {
+  return db('hosted_idempotency')
+    .where({ status: 'running' })
+    .where((owner) => (unowned ? owner.whereNull('process').orWhereIn('process', [...dead]) : owner.whereIn('process', [...dead])))
+    .update({ status: 'interrupted' });
 }
 
 /** The SHA-256 of a call body's JSON, as the claim stores it. */
@@ -83,7 +90,7 @@ export async function idempotentCall(deps: { db: Knex; gateway: Gateway }, ctx: 
 
   const receipt = await nextReceiptId(db);
   const claimed = await db('hosted_idempotency')
-    .insert({ key_prefix: prefix, idempotency_key: key, request_sha256: hash, receipt, status: 'running' })
+    .insert({ key_prefix: prefix, idempotency_key: key, request_sha256: hash, receipt, status: 'running', process: gateway.process_id })
     .onConflict(['key_prefix', 'idempotency_key'])
     .ignore()
     .returning('receipt');

@@ -15,7 +15,7 @@ import { ClearingRefused, ClearingUnreachable, type ClearingPort } from '../gate
 import { closeExpiredApprovals } from '../gateway/decisions.ts';
 import type { Gateway } from '../gateway/lifecycle.ts';
 import { budgetOf, budgetView, loadMandate, storeMandate } from '../gateway/mandates.ts';
-import { listReceiptTrees } from '../gateway/receipts.ts';
+import { listReceiptTrees, RECEIPT_PAGE } from '../gateway/receipts.ts';
 import { adminCredit, clearingFailure, mandateRefused, signUp, type AccountDeps } from './accounts.ts';
 import type { GithubHandlers } from './github.ts';
 import { endpointHandlers } from './endpoint-routes.ts';
@@ -128,7 +128,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>, _ctx, principal) => {
       if (query.mandate) await requireScope(db, principal, query.mandate, 'no_such_mandate', 'mandate', query.mandate);
       const mandates = query.mandate ? [query.mandate] : await mandatesInScope(db, principal);
-      return { receipts: await listReceiptTrees(db, { mandates, limit: query.limit ?? 50, before: query.before }) };
+      return listReceiptTrees(db, { mandates, limit: query.limit ?? RECEIPT_PAGE.default, cursor: query.cursor });
     },
 
     'read-receipt': async (request: OperationRequest<'read-receipt'>, ctx, principal) => {

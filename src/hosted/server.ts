@@ -112,7 +112,6 @@ export async function hostedExtension(
     evaluationsOf: (agent) => readEvaluations(db, ...(agent.split('@') as [string, string])),
     ...overrides,
   };
-  await interruptRunningClaims(db);
   const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
   const deps = {
     db,
@@ -136,6 +135,7 @@ export async function hostedExtension(
   return {
     middleware: [limits.byAddress, consolePages(settings.site_url), principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
+    recover: (dead, unowned) => interruptRunningClaims(db, dead, unowned),
     log_principal: (ctx) => {
       const principal = ctx.state.principal as Principal | undefined;
       return principal === undefined ? 'unresolved' : principal.kind === 'none' ? 'none' : principal.prefix;

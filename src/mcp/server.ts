@@ -98,7 +98,7 @@ function buildServer(options: McpOptions & { elicit?: boolean }): McpServer {
     },
     async ({ q, capability }) => {
       const mandate = await loadMandate(db, options.mandate);
-      return result({ mandate: options.mandate, agents: searchAgents(registry, gateway.stats, mandate, { q, capability }) });
+      return result({ mandate: options.mandate, agents: searchAgents(registry, await gateway.measured(), mandate, { q, capability }) });
     },
   );
 
@@ -130,7 +130,7 @@ function buildServer(options: McpOptions & { elicit?: boolean }): McpServer {
       outputSchema: readReceiptsOutput,
     },
     async ({ id, limit }) => {
-      if (id === undefined) return result({ receipts: await listReceiptTrees(db, { mandate: options.mandate, limit: limit ?? 10 }) });
+      if (id === undefined) return result({ receipts: (await listReceiptTrees(db, { mandate: options.mandate, limit: limit ?? 10 })).receipts });
       const receipt = await readReceipt(db, id);
       if (!receipt || receipt.mandate.split('.')[0] !== options.mandate) return result({ error: { code: 'no_such_receipt', message: `there is no receipt ${id} under ${options.mandate}` } }, true);
       return result({ receipt: await treeOf(db, receipt) });

@@ -121,7 +121,7 @@ export const decideApproval = <ThrowOnError extends boolean = false>(options: Op
 /**
  * Receipt trees (gateway §4, §5)
  *
- * Root receipts (those without a parent), newest first, each as a tree through `children`; paged with `limit` and `before`.
+ * Root receipts (those without a parent), newest first, each as a tree through `children`, one page at a time: `limit` trees (default 50, at most 500), then `next_cursor` to pass as `cursor` for the next page (null on the last). Pages are read from the database, never all in memory; a receipt written while paging appears on the first page of a new listing, never twice in one.
  */
 export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, ListReceiptsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -1239,13 +1239,13 @@ export type ListReceiptsData = {
          */
         mandate?: Id;
         /**
-         * How many root receipts.
+         * How many root receipts per page: 1 to 500, default 50; outside that, 422 `invalid_request`.
          */
         limit?: number;
         /**
-         * A page's cursor: only root receipts older than this root receipt (the last one of the previous page). One that is not a root receipt under the same filter (and, hosted, in the caller's scope) answers 404 `no_such_receipt`.
+         * Where the page starts: the `next_cursor` of the previous page, as given (opaque). A cursor this gateway did not give answers 422 `invalid_request`.
          */
-        before?: Id;
+        cursor?: string;
     };
     url: '/v0/receipts';
 };
@@ -1273,6 +1273,10 @@ export type ListReceiptsResponses = {
      */
     200: {
         receipts: Array<ReceiptTree>;
+        /**
+         * The `cursor` of the next page; null when this page is the last.
+         */
+        next_cursor: string | null;
     };
 };
 
