@@ -7,10 +7,37 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Knex } from 'knex';
 import { waitFor } from './helpers/gateway.ts';
 import { startTestHosted, type TestAccount, type TestHosted } from './helpers/hosted.ts';
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/**
+ * Makes the first `timing` write to `table` whose row matches `condition` (SQL over NEW) fail, as
+ * a write refused or cut off mid-call would. A sequence counts the matches: unlike a row, it is
+ * not rolled back with the failed transaction, so the fault fires exactly once.
+ */
+async function failOnce(db: Knex, name: string, timing: 'INSERT' | 'UPDATE', table: string, condition: string): Promise<void> {
+  await db.raw(`CREATE SEQUENCE fault_${name}`);
+  await db.raw(`CREATE FUNCTION fault_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF (${condition}) AND nextval('fault_${name}') = 1 THEN RAISE EXCEPTION 'injected fault ${name}'; END IF;
+      RETURN NEW;
+    END $$`);
+  await db.raw(`CREATE TRIGGER fault_${name} BEFORE ${timing} ON ${table} FOR EACH ROW EXECUTE FUNCTION fault_${name}()`);
+}
+
+/** Claims whose receipt is missing, or whose state disagrees with it (done ⇔ final, running ⇔ running). */
+async function inconsistentClaims(db: Knex): Promise<unknown[]> {
+  const rows = await db('hosted_idempotency as c').leftJoin('gateway_receipts as r', 'r.id', 'c.receipt').select('c.idempotency_key', 'c.status', 'r.status as receipt_status');
+  return rows.filter((row) => {
+    if (row.receipt_status === null) return true;
+    if (row.status === 'running') return row.receipt_status !== 'running';
+    if (row.status === 'done') return row.receipt_status === 'running';
+    return false;
+  });
+}
 
 describe('Idempotency-Key', () => {
   let hosted: TestHosted;
@@ -75,6 +102,26 @@ describe('Idempotency-Key', () => {
     const runs = await hosted.running.db.knex('hosted_idempotency').where({ idempotency_key: 'race-1' }).count('* as n');
     assert.equal(Number(runs[0].n), 1);
     assert.equal(await count(), before_race + 1);
+  });
+
+  test('the claim is created with the receipt: a receipt write that fails leaves no claim, so the key runs when retried', async () => {
+    await failOnce(hosted.running.db.knex, 'open_receipt', 'INSERT', 'gateway_receipts', `NEW.status = 'running' AND NEW.root_mandate = '${account.mandate}'`);
+    const failed = await call('open-1', { do: 'ok', marker: 'open' });
+    assert.equal(failed.status, 500);
+    assert.deepEqual(await hosted.running.db.knex('hosted_idempotency').where({ idempotency_key: 'open-1' }).select('status'), []);
+    const retry = await call('open-1', { do: 'ok', marker: 'open' });
+    assert.deepEqual([retry.status, retry.body.replayed, retry.body.receipt?.status], [200, undefined, 'succeeded']);
+    assert.deepEqual(await inconsistentClaims(hosted.running.db.knex), []);
+  });
+
+  test('the outcome is recorded in the receipt\'s closing transaction: a closing write that fails leaves claim and receipt agreeing', async () => {
+    await failOnce(hosted.running.db.knex, 'close_claim', 'UPDATE', 'hosted_idempotency', `NEW.status = 'done' AND NEW.idempotency_key = 'close-1'`);
+    const first = await call('close-1', { do: 'ok', marker: 'close' });
+    // The run's closing transaction failed as a whole, so the call ended as a gateway error, unbilled, and its claim says so.
+    assert.deepEqual([first.status, first.body.code, first.body.receipt.billed], [502, 'gateway_error', false]);
+    assert.deepEqual(await inconsistentClaims(hosted.running.db.knex), []);
+    const replay = await call('close-1', { do: 'ok', marker: 'close' });
+    assert.deepEqual([replay.status, replay.body.replayed, replay.body.receipt.id, replay.body.receipt.status], [502, true, first.body.receipt.id, 'failed']);
   });
 
   test('a malformed key is refused 422', async () => {
