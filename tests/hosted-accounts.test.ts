@@ -154,7 +154,29 @@ describe('approvals', () => {
     assert.equal((await hosted.http.post(`/v0/approvals/${id}`).set(bearer(agentKey)).send({})).status, 403);
     const ran = await hosted.http.post(`/v0/approvals/${id}`).set(bearer(account.human)).send({}).expect(200);
     assert.equal(ran.body.receipt.status, 'succeeded');
-    assert.equal((await hosted.http.get(`/v0/approvals/${id}`).set(bearer(agentKey)).expect(200)).body.approval.status, 'approved');
+    const read = (await hosted.http.get(`/v0/approvals/${id}`).set(bearer(agentKey)).expect(200)).body;
+    assert.equal(read.approval.status, 'approved');
+    assert.deepEqual(read.outcome, { receipt: ran.body.receipt.id, status: 'succeeded', billed: true, error: null });
+  });
+
+  test('GET /v0/approvals/{id}?wait_s waits for the decision, then answers with the approved call\'s answer', async () => {
+    const id = await held();
+    const waiting = hosted.http.get(`/v0/approvals/${id}?wait_s=60`).set(bearer(agentKey)).then((response) => response);
+    // The waiter is registered once the approval was read as pending; a decision before that is answered at once anyway.
+    const ran = await hosted.http.post(`/v0/approvals/${id}`).set(bearer(account.human)).send({}).expect(200);
+    const answered = await waiting;
+    assert.equal(answered.status, 200);
+    assert.equal(answered.body.approval.status, 'approved');
+    assert.deepEqual(answered.body.result, ran.body);
+    const tooLong = await hosted.http.get(`/v0/approvals/${id}?wait_s=61`).set(bearer(agentKey));
+    assert.deepEqual([tooLong.status, tooLong.body.code], [422, 'invalid_request']);
+  });
+
+  test('wait_s on someone else\'s approval is 404, as without it', async () => {
+    const id = await held();
+    const other = await hosted.signup();
+    const refused = await hosted.http.get(`/v0/approvals/${id}?wait_s=5`).set(bearer(other.human));
+    assert.deepEqual([refused.status, refused.body.code], [404, 'no_such_approval']);
   });
 
   test('{"run": false} grants; the agent re-submits with approval and it runs once under the held receipt', async () => {

@@ -158,3 +158,25 @@ describe('§7 restarts under an Idempotency-Key', () => {
     }
   });
 });
+
+describe('§7 restarts of an approved call', () => {
+  test('an approved call that restart recovery closes says so on its approval: outcome failed gateway_restarted, unbilled', async () => {
+    const first = await startTestHosted();
+    const account = await first.signup();
+    await first.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'careful', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, approval: { above: '0.05' }, budget: { total: '3.00' } }).expect(201);
+    const mandate = `${account.handle}/careful`;
+    const held = await first.http.post('/v0/calls').set(bearer(account.human)).send({ mandate, agent: 'gt/run', input: { do: 'ok' } }).expect(202);
+    const id = held.body.approval.id;
+    // The decision committed, then the process died before the run started (the window issue 8 §1.5 names).
+    await first.running.db.knex('gateway_approvals').where({ id }).update({ status: 'approved', decided_at: new Date() });
+    await first.close({ keep: true });
+    const second = await startTestHosted({ store: first.store });
+    try {
+      const read = (await second.http.get(`/v0/approvals/${id}`).set(bearer(account.human)).expect(200)).body;
+      assert.equal(read.approval.status, 'approved');
+      assert.deepEqual([read.outcome.receipt, read.outcome.status, read.outcome.billed, read.outcome.error.code], [held.body.receipt.id, 'failed', false, 'gateway_restarted']);
+    } finally {
+      await second.close();
+    }
+  });
+});

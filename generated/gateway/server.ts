@@ -1746,6 +1746,9 @@ export const schemaDocument = {
                 "$ref": "#/components/schemas/CallRefused"
               }
             ]
+          },
+          "outcome": {
+            "$ref": "#/components/schemas/ApprovalOutcome"
           }
         }
       },
@@ -2006,6 +2009,56 @@ export const schemaDocument = {
           "created_at": {
             "type": "string",
             "format": "date-time"
+          }
+        }
+      },
+      "ApprovalOutcome": {
+        "type": "object",
+        "description": "How an approval's call ended, as its receipt records it (gateway §4): absent while the approval is pending and while its call has not ended. Unlike `result` it is stored, so it is there after a restart: an approved call that restart recovery closed says `failed` with `gateway_restarted`, never billed (gateway §7 \"Restarts\", issue 8 §1.5); a rejected or expired approval says `rejected` with `approval_rejected` or `approval_expired`.",
+        "required": [
+          "receipt",
+          "status",
+          "billed",
+          "error"
+        ],
+        "properties": {
+          "receipt": {
+            "type": "string"
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "succeeded",
+              "failed",
+              "denied",
+              "rejected_input",
+              "rejected"
+            ]
+          },
+          "billed": {
+            "type": "boolean"
+          },
+          "error": {
+            "oneOf": [
+              {
+                "type": "null"
+              },
+              {
+                "type": "object",
+                "required": [
+                  "code",
+                  "message"
+                ],
+                "properties": {
+                  "code": {
+                    "type": "string"
+                  },
+                  "message": {
+                    "type": "string"
+                  }
+                }
+              }
+            ]
           }
         }
       },

@@ -109,7 +109,7 @@ export interface paths {
         };
         /**
          * One approval, waiting for its decision when asked (gateway §5, §7 "Extra endpoints")
-         * @description The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
+         * @description The approval in any state, with `outcome` once its call has ended (read from its receipt, so it survives a restart). With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
          */
         get: operations["read-approval"];
         put?: never;
@@ -826,6 +826,7 @@ export interface components {
             approval: components["schemas"]["Approval"];
             /** @description The approved call's answer, as its approver received it. */
             result?: components["schemas"]["CallSucceeded"] | components["schemas"]["CallRefused"];
+            outcome?: components["schemas"]["ApprovalOutcome"];
         };
         /** @description The approval was rejected; its input is deleted. */
         ApprovalRejected: {
@@ -899,6 +900,17 @@ export interface components {
             next_attempt_at: string | null;
             /** Format: date-time */
             created_at: string;
+        };
+        /** @description How an approval's call ended, as its receipt records it (gateway §4): absent while the approval is pending and while its call has not ended. Unlike `result` it is stored, so it is there after a restart: an approved call that restart recovery closed says `failed` with `gateway_restarted`, never billed (gateway §7 "Restarts", issue 8 §1.5); a rejected or expired approval says `rejected` with `approval_rejected` or `approval_expired`. */
+        ApprovalOutcome: {
+            receipt: string;
+            /** @enum {string} */
+            status: "succeeded" | "failed" | "denied" | "rejected_input" | "rejected";
+            billed: boolean;
+            error: null | {
+                code: string;
+                message: string;
+            };
         };
         /** @description A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number. */
         Manifest_decimal: string;

@@ -17,7 +17,7 @@ import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
-import { approvalView, pendingApprovals, readApproval } from './approvals.ts';
+import { approvalOutcome, approvalView, pendingApprovals, readApproval } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clearing.ts';
 import { closeExpiredApprovals, decideApproval } from './decisions.ts';
@@ -118,10 +118,11 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
         const row = await readApproval(db, params.id);
         if (!row) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
         const result = answers.get(row.id);
-        // An approved call counts as decided for the waiter once it has run and its answer is published.
-        const waiting = row.status === 'pending' || (row.status === 'approved' && !result);
+        const outcome = await approvalOutcome(db, row);
+        // An approved call counts as decided for the waiter once it has ended (its answer published, or its receipt closed).
+        const waiting = row.status === 'pending' || (row.status === 'approved' && !result && !outcome);
         if (!waiting || Date.now() >= deadline_ms) {
-          return { approval: approvalView(row, currency), ...(result && row.status === 'approved' ? { result: result.body } : {}) };
+          return { approval: approvalView(row, currency), ...(result && row.status === 'approved' ? { result: result.body } : {}), ...(outcome ? { outcome } : {}) };
         }
         await answers.wait(row.id, deadline_ms - Date.now());
       }

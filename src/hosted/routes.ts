@@ -98,9 +98,9 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       return { approvals: approvals.map((row) => approvalView(row, 'EUR')) };
     },
 
-    'read-approval': async ({ params }: OperationRequest<'read-approval'>, _ctx, principal) => {
-      await closeExpiredApprovals(db);
-      return { approval: approvalView(await scopedApproval(db, principal, params.id), 'EUR') };
+    'read-approval': async (request: OperationRequest<'read-approval'>, ctx, principal) => {
+      await scopedApproval(db, principal, request.params.id);
+      return defaults['read-approval'](request, ctx);
     },
 
     'decide-approval': async (request: OperationRequest<'decide-approval'>, ctx, principal) => {

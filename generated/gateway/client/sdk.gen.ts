@@ -80,7 +80,7 @@ export const listApprovals = <ThrowOnError extends boolean = false>(options?: Op
 /**
  * One approval, waiting for its decision when asked (gateway §5, §7 "Extra endpoints")
  *
- * The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
+ * The approval in any state, with `outcome` once its call has ended (read from its receipt, so it survives a restart). With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
  */
 export const readApproval = <ThrowOnError extends boolean = false>(options: Options<ReadApprovalData, ThrowOnError>) => (options.client ?? client).get<ReadApprovalResponses, ReadApprovalErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

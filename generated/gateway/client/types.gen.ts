@@ -542,6 +542,7 @@ export type ApprovalState = {
      * The approved call's answer, as its approver received it.
      */
     result?: CallSucceeded | CallRefused;
+    outcome?: ApprovalOutcome;
 };
 
 /**
@@ -639,6 +640,19 @@ export type SettlementIntent = {
     last_error: string | null;
     next_attempt_at: string | null;
     created_at: string;
+};
+
+/**
+ * How an approval's call ended, as its receipt records it (gateway §4): absent while the approval is pending and while its call has not ended. Unlike `result` it is stored, so it is there after a restart: an approved call that restart recovery closed says `failed` with `gateway_restarted`, never billed (gateway §7 "Restarts", issue 8 §1.5); a rejected or expired approval says `rejected` with `approval_rejected` or `approval_expired`.
+ */
+export type ApprovalOutcome = {
+    receipt: string;
+    status: 'succeeded' | 'failed' | 'denied' | 'rejected_input' | 'rejected';
+    billed: boolean;
+    error: null | {
+        code: string;
+        message: string;
+    };
 };
 
 /**
