@@ -132,6 +132,43 @@ describe('admin credit', () => {
   });
 });
 
+describe('GET /v0/accounts pages', () => {
+  const page = (query: string, key = ADMIN_KEY) => hosted.http.get(`/v0/accounts${query}`).set(bearer(key));
+
+  test('the admin walks every account and holon in name order, limit at a time, each once', async () => {
+    for (let i = 0; i < 3; i++) await hosted.signup();
+    const handles = (await hosted.running.db.knex('hosted_accounts').pluck('handle')) as string[];
+    const walked: string[] = [];
+    let cursor: string | null = null;
+    for (let pages = 0; pages < 100; pages++) {
+      const { body }: { body: { accounts: Array<{ account: string }>; next_cursor: string | null } } = await page(`?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`).expect(200);
+      assert.ok(body.accounts.length <= 2, `a page of ${body.accounts.length}`);
+      walked.push(...body.accounts.map((a: { account: string }) => a.account));
+      cursor = body.next_cursor;
+      if (cursor === null) break;
+      assert.equal(cursor, walked.at(-1));
+    }
+    assert.equal(cursor, null);
+    assert.deepEqual(walked, [...handles, 'holon'].sort());
+  });
+
+  test('without limit a page holds up to 100; a human sees its own account only', async () => {
+    const all = (await page('').expect(200)).body;
+    assert.equal(all.accounts.length, Math.min(100, (await hosted.running.db.knex('hosted_accounts').count('* as n'))[0].n as number + 1));
+    const account = await hosted.signup();
+    const own = (await page('?limit=5', account.human).expect(200)).body;
+    assert.deepEqual([own.accounts.map((a: { account: string }) => a.account), own.next_cursor], [[account.handle], null]);
+    assert.deepEqual((await page(`?cursor=${account.handle}`, account.human).expect(200)).body.accounts, []);
+  });
+
+  test('a limit outside 1 to 500 or a malformed cursor is refused 422', async () => {
+    for (const query of ['?limit=0', '?limit=501', '?limit=two', '?limit=1.5', '?cursor=', '?cursor=A%20B', `?cursor=${'a'.repeat(65)}`, '?cursor=%00']) {
+      const refused = await page(query);
+      assert.deepEqual([refused.status, refused.body.code], [422, 'invalid_request'], query);
+    }
+  });
+});
+
 describe('approvals', () => {
   let account: TestAccount;
   let mandate: string;

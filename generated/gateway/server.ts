@@ -225,7 +225,25 @@ export const operationTable: readonly Operation[] = [
     "path": "/v0/accounts",
     "koaPath": "/v0/accounts",
     "params": null,
-    "query": null,
+    "query": {
+      "type": "object",
+      "properties": {
+        "limit": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 500,
+          "default": 100
+        },
+        "cursor": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 64,
+          "pattern": "^[a-z0-9][a-z0-9._:-]*$"
+        }
+      },
+      "required": [],
+      "additionalProperties": true
+    },
     "body": null
   },
   {

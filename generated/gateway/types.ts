@@ -193,7 +193,7 @@ export interface paths {
         };
         /**
          * Balances (gateway §5)
-         * @description Every account the gateway knows (payers, authors, the platform), read from the clearing binding.
+         * @description The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account and `holon`.
          */
         get: operations["list-accounts"];
         put?: never;
@@ -1361,7 +1361,12 @@ export interface operations {
     };
     "list-accounts": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Accounts per page: 100 by default, at most 500. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page: the page starts after this account name. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1377,11 +1382,22 @@ export interface operations {
                     "application/json": {
                         currency: string;
                         accounts: components["schemas"]["AccountBalance"][];
+                        /** @description The `cursor` of the next page; null when this page is the last. */
+                        next_cursor: string | null;
                     };
                 };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            /** @description `invalid_request`: a `limit` outside 1 to 500, or a malformed `cursor`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             503: components["responses"]["Unavailable"];
         };
     };

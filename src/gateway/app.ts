@@ -17,6 +17,7 @@ import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
+import { accountPage, DEFAULT_ACCOUNTS_PAGE } from './account-pages.ts';
 import { approvalOutcome, approvalView, pendingApprovals, readApproval } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clearing.ts';
@@ -154,9 +155,12 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       return { mandate: stored.document, budget: budgetView(stored.mandate.budget.currency, figures) };
     },
 
-    'list-accounts': async () => {
+    'list-accounts': async ({ query }: OperationRequest<'list-accounts'>) => {
+      const known = new Map((await options.accounts()).map(({ name, account }) => [name, account]));
+      const { page, next_cursor } = accountPage(known.keys(), query.cursor ?? null, query.limit ?? DEFAULT_ACCOUNTS_PAGE);
       const accounts = [];
-      for (const { name, account } of await options.accounts()) {
+      for (const name of page) {
+        const account = known.get(name)!;
         try {
           const figures = await clearing.readBalance(account);
           accounts.push({ account: name, balance: formatMoney(figures.balance), available: formatMoney(figures.available), reserved: formatMoney(figures.reserved) });
@@ -167,7 +171,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
           throw error;
         }
       }
-      return { currency, accounts };
+      return { currency, accounts, next_cursor };
     },
 
     'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),

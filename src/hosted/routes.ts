@@ -10,6 +10,7 @@ import type { OperationId, OperationRequest } from '../../generated/gateway/serv
 import { formatMoney, parseMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
+import { accountPage, DEFAULT_ACCOUNTS_PAGE } from '../gateway/account-pages.ts';
 import { approvalView, lockApproval, pendingApprovals, type ApprovalRow } from '../gateway/approvals.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from '../gateway/clearing.ts';
 import { closeExpiredApprovals } from '../gateway/decisions.ts';
@@ -34,6 +35,9 @@ export interface HostedRouteDeps extends AccountDeps {
   /** Counts one sign-up from the request's address; throws 429 past the bound. */
   limitSignup: (ctx: Koa.Context) => Promise<void>;
 }
+
+/** The name the platform's fee account (`platform:fees` at the binding) is listed under; a reserved handle, so no account can take it. */
+const PLATFORM_ACCOUNT = 'holon';
 
 /** An account's figures as `AccountBalance`; null when the binding has no account for it. */
 async function balanceOf(clearing: ClearingPort, account: string, name = account) {
@@ -127,18 +131,21 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       return defaults['read-mandate'](request, ctx);
     },
 
-    'list-accounts': async (_request, _ctx, principal) => {
-      const handles = principal.kind === 'human' ? [principal.account] : (await db('hosted_accounts').orderBy('handle').select('handle')).map((r) => r.handle as string);
+    'list-accounts': async ({ query }: OperationRequest<'list-accounts'>, _ctx, principal) => {
+      const cursor = query.cursor ?? null;
+      const limit = query.limit ?? DEFAULT_ACCOUNTS_PAGE;
+      // The operator pages through every account (read `limit + 1` at a time) and the platform's `holon`; a human sees its own.
+      const handles =
+        principal.kind === 'human'
+          ? [principal.account]
+          : [PLATFORM_ACCOUNT, ...(await db('hosted_accounts').modify((q) => (cursor === null ? q : q.where('handle', '>', cursor))).orderBy('handle').limit(limit + 1).pluck('handle'))];
+      const { page, next_cursor } = accountPage(handles, cursor, limit);
       const accounts = [];
-      for (const handle of handles) {
-        const balance = await balanceOf(clearing, handle);
+      for (const handle of page) {
+        const balance = handle === PLATFORM_ACCOUNT ? await balanceOf(clearing, 'platform:fees', PLATFORM_ACCOUNT) : await balanceOf(clearing, handle);
         if (balance) accounts.push(balance);
       }
-      if (principal.kind === 'admin') {
-        const fees = await balanceOf(clearing, 'platform:fees', 'holon');
-        if (fees) accounts.push(fees);
-      }
-      return { currency: 'EUR', accounts };
+      return { currency: 'EUR', accounts, next_cursor };
     },
 
     signup: async ({ body }: OperationRequest<'signup'>, ctx) => {

@@ -139,7 +139,7 @@ export const readMandate = <ThrowOnError extends boolean = false>(options: Optio
 /**
  * Balances (gateway §5)
  *
- * Every account the gateway knows (payers, authors, the platform), read from the clearing binding.
+ * The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account and `holon`.
  */
 export const listAccounts = <ThrowOnError extends boolean = false>(options?: Options<ListAccountsData, ThrowOnError>) => (options?.client ?? client).get<ListAccountsResponses, ListAccountsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -1139,7 +1139,16 @@ export type ReadMandateResponse = ReadMandateResponses[keyof ReadMandateResponse
 export type ListAccountsData = {
     body?: never;
     path?: never;
-    query?: never;
+    query?: {
+        /**
+         * Accounts per page: 100 by default, at most 500.
+         */
+        limit?: number;
+        /**
+         * The `next_cursor` of the previous page: the page starts after this account name.
+         */
+        cursor?: string;
+    };
     url: '/v0/accounts';
 };
 
@@ -1152,6 +1161,10 @@ export type ListAccountsErrors = {
      * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * `invalid_request`: a `limit` outside 1 to 500, or a malformed `cursor`.
+     */
+    422: ErrorBody;
     /**
      * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
      */
@@ -1167,6 +1180,10 @@ export type ListAccountsResponses = {
     200: {
         currency: string;
         accounts: Array<AccountBalance>;
+        /**
+         * The `cursor` of the next page; null when this page is the last.
+         */
+        next_cursor: string | null;
     };
 };
 
