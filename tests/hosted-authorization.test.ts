@@ -112,6 +112,9 @@ const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> =
     cell: async () => ({ path: '/v0/admin/credit', body: { account: A.handle, amount: '1.00' } }),
     expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 },
   },
+  'read-catalog': { cell: async () => ({ path: '/v0/catalog' }), expected: same(200) },
+  // Six tries from one address: within the demo's 10 per visitor.
+  'try-demo': { cell: async () => ({ path: '/v0/demo/gt/free', body: { do: 'ok' } }), expected: same(200) },
 };
 
 const document = YAML.parse(readFileSync(new URL('../openapi/gateway.yaml', import.meta.url), 'utf8'));

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { operations } from './types.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit";
+export type OperationId = "health" | "search-agents" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "read-catalog" | "try-demo";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -437,6 +437,41 @@ export const operationTable: readonly Operation[] = [
           "$ref": "#/components/schemas/Money"
         }
       }
+    }
+  },
+  {
+    "operationId": "read-catalog",
+    "method": "get",
+    "path": "/v0/catalog",
+    "koaPath": "/v0/catalog",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "try-demo",
+    "method": "post",
+    "path": "/v0/demo/{ns}/{name}",
+    "koaPath": "/v0/demo/:ns/:name",
+    "params": {
+      "type": "object",
+      "properties": {
+        "ns": {
+          "$ref": "#/components/schemas/Id"
+        },
+        "name": {
+          "$ref": "#/components/schemas/Id"
+        }
+      },
+      "required": [
+        "ns",
+        "name"
+      ],
+      "additionalProperties": false
+    },
+    "query": null,
+    "body": {
+      "$ref": "#/components/schemas/DemoRequest"
     }
   }
 ];
@@ -2077,6 +2112,207 @@ export const schemaDocument = {
                 }
               }
             ]
+          }
+        }
+      },
+      "CatalogEntry": {
+        "type": "object",
+        "description": "One agent of the catalogue. `declared` is what its author says; `measured` what the platform saw (null while `HOLON_RECORDS` is off).",
+        "required": [
+          "id",
+          "version",
+          "versions",
+          "published",
+          "proprietary",
+          "declared",
+          "measured"
+        ],
+        "properties": {
+          "id": {
+            "type": "string"
+          },
+          "version": {
+            "type": "string",
+            "description": "The latest listed version."
+          },
+          "versions": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "published": {
+            "type": "boolean",
+            "description": "false for the platform's own (shipped) agents."
+          },
+          "proprietary": {
+            "type": "boolean",
+            "description": "The license is `proprietary`: no code to read (gateway §7 \"Publishing agents\")."
+          },
+          "declared": {
+            "type": "object",
+            "required": [
+              "summary",
+              "capabilities",
+              "price",
+              "license",
+              "runtime",
+              "errors"
+            ],
+            "properties": {
+              "summary": {
+                "type": "string"
+              },
+              "capabilities": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              },
+              "price": {
+                "type": "object",
+                "additionalProperties": true,
+                "description": "The manifest's `price`."
+              },
+              "license": {
+                "type": "string"
+              },
+              "runtime": {
+                "type": "string",
+                "description": "`runtime.kind`."
+              },
+              "errors": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "The declared error codes",
+                "in alphabetical order.": null
+              }
+            }
+          },
+          "measured": {
+            "oneOf": [
+              {
+                "type": "null"
+              },
+              {
+                "$ref": "#/components/schemas/MeasuredRecord"
+              }
+            ]
+          }
+        }
+      },
+      "MeasuredRecord": {
+        "type": "object",
+        "description": "What the platform measured of an agent over all its versions, from `call_events` (gateway §7 \"The journal\"): every finished run, succeeded or failed, direct or delegated.",
+        "required": [
+          "runs",
+          "successes",
+          "success_rate",
+          "delegated_runs",
+          "median_latency_ms",
+          "p95_latency_ms",
+          "billed",
+          "errors"
+        ],
+        "properties": {
+          "runs": {
+            "type": "integer"
+          },
+          "successes": {
+            "type": "integer"
+          },
+          "success_rate": {
+            "type": [
+              "number",
+              "null"
+            ],
+            "description": "Successes over runs; null without runs."
+          },
+          "delegated_runs": {
+            "type": "integer",
+            "description": "Runs made by another agent."
+          },
+          "median_latency_ms": {
+            "type": [
+              "integer",
+              "null"
+            ]
+          },
+          "p95_latency_ms": {
+            "type": [
+              "integer",
+              "null"
+            ]
+          },
+          "billed": {
+            "$ref": "#/components/schemas/Money",
+            "description": "What its runs were billed in all (EUR)."
+          },
+          "errors": {
+            "type": "array",
+            "description": "Failed runs by error code, most frequent first.",
+            "items": {
+              "type": "object",
+              "required": [
+                "code",
+                "runs"
+              ],
+              "properties": {
+                "code": {
+                  "type": "string"
+                },
+                "runs": {
+                  "type": "integer"
+                }
+              }
+            }
+          }
+        }
+      },
+      "Catalog": {
+        "type": "object",
+        "required": [
+          "records",
+          "agents"
+        ],
+        "properties": {
+          "records": {
+            "type": "boolean",
+            "description": "Whether measured records are shown (`HOLON_RECORDS`)."
+          },
+          "agents": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/CatalogEntry"
+            }
+          }
+        }
+      },
+      "DemoRequest": {
+        "type": "object",
+        "description": "The input, as the agent's `interface.input` takes it, within the demo's bounds (at most 4096 bytes of JSON, strings of at most 2000 characters, no file handle).",
+        "additionalProperties": true
+      },
+      "DemoResult": {
+        "type": "object",
+        "required": [
+          "agent",
+          "output",
+          "billed"
+        ],
+        "properties": {
+          "agent": {
+            "type": "string",
+            "description": "`ns/name@version`."
+          },
+          "output": {
+            "description": "The agent's output, valid against its `interface.output`."
+          },
+          "billed": {
+            "type": "boolean",
+            "const": false
           }
         }
       },

@@ -408,6 +408,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v0/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public catalogue, declared and measured per agent (gateway §7 "Extra endpoints")
+         * @description Every agent the registry lists (shipped and published), in id order: what its author declares (its latest manifest's summary, capabilities, price, license, runtime kind, declared errors) and, when the operator turned records on (`HOLON_RECORDS=1`), what the platform measured, computed from `call_events` over all its versions (demo runs are never measured). Records are off by default: on a young platform they are sample traffic, not measurements, and `measured` is null. No key needed; any key is accepted.
+         */
+        get: operations["read-catalog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/demo/{ns}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A free try of one of the platform's own cheap agents, for the public site (gateway §7 "Extra endpoints")
+         * @description Runs a shipped agent (never a published one) whose list price is at most 0.01 EUR per run and that delegates nothing, on a narrowed input: the body is the input, at most 4096 bytes of JSON, no string longer than 2000 characters, no `holon://files/` handle. Not billed, no receipt, not measured. At most 10 tries per visitor (the client address) and 600 in all per hour (429 `rate_limited`, with `Retry-After`). CORS: a browser may call it only from `HOLON_SITE_URL`; any other `Origin` is refused 403.
+         */
+        post: operations["try-demo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -911,6 +951,66 @@ export interface components {
                 code: string;
                 message: string;
             };
+        };
+        /** @description One agent of the catalogue. `declared` is what its author says; `measured` what the platform saw (null while `HOLON_RECORDS` is off). */
+        CatalogEntry: {
+            id: string;
+            /** @description The latest listed version. */
+            version: string;
+            versions: string[];
+            /** @description false for the platform's own (shipped) agents. */
+            published: boolean;
+            /** @description The license is `proprietary`: no code to read (gateway §7 "Publishing agents"). */
+            proprietary: boolean;
+            declared: {
+                summary: string;
+                capabilities: string[];
+                /** @description The manifest's `price`. */
+                price: {
+                    [key: string]: unknown;
+                };
+                license: string;
+                /** @description `runtime.kind`. */
+                runtime: string;
+                /** @description The declared error codes */
+                errors: string[];
+            };
+            measured: null | components["schemas"]["MeasuredRecord"];
+        };
+        /** @description What the platform measured of an agent over all its versions, from `call_events` (gateway §7 "The journal"): every finished run, succeeded or failed, direct or delegated. */
+        MeasuredRecord: {
+            runs: number;
+            successes: number;
+            /** @description Successes over runs; null without runs. */
+            success_rate: number | null;
+            /** @description Runs made by another agent. */
+            delegated_runs: number;
+            median_latency_ms: number | null;
+            p95_latency_ms: number | null;
+            /** @description What its runs were billed in all (EUR). */
+            billed: components["schemas"]["Money"];
+            /** @description Failed runs by error code, most frequent first. */
+            errors: {
+                code: string;
+                runs: number;
+            }[];
+        };
+        Catalog: {
+            /** @description Whether measured records are shown (`HOLON_RECORDS`). */
+            records: boolean;
+            agents: components["schemas"]["CatalogEntry"][];
+        };
+        /** @description The input, as the agent's `interface.input` takes it, within the demo's bounds (at most 4096 bytes of JSON, strings of at most 2000 characters, no file handle). */
+        DemoRequest: {
+            [key: string]: unknown;
+        };
+        DemoResult: {
+            /** @description `ns/name@version`. */
+            agent: string;
+            /** @description The agent's output, valid against its `interface.output`. */
+            output: unknown;
+            /** @constant */
+            billed: false;
         };
         /** @description A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number. */
         Manifest_decimal: string;
@@ -1768,6 +1868,86 @@ export interface operations {
                 };
             };
             503: components["responses"]["Unavailable"];
+        };
+    };
+    "read-catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalogue. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Catalog"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    "try-demo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's namespace. */
+                ns: components["schemas"]["Id"];
+                /** @description The agent's name. */
+                name: components["schemas"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DemoRequest"];
+            };
+        };
+        responses: {
+            /** @description The agent's output. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DemoResult"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `demo_input_too_large` (a bound of the narrowed input, named), or `rejected_input` (the agent's interface refuses it). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description The agent failed or reported an error (`code` is its code); nothing was billed. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
 }

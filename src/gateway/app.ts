@@ -60,6 +60,8 @@ export interface GatewayAppExtension {
   onUnexpected?: (error: unknown) => void;
   /** Names the principal of a request in its log line (a key prefix, never a key). */
   log_principal?: (ctx: Koa.Context) => string;
+  /** Web origins the DNS-rebinding gate lets through on some paths (`HostGateOptions.cross_origin`). */
+  cross_origin?: HostGateOptions['cross_origin'];
 }
 
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`. */
@@ -185,7 +187,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       options.extension?.onUnexpected?.(error);
     }),
   );
-  app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'] }));
+  app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'], cross_origin: options.extension?.cross_origin }));
   app.use(servedDocuments(gatewayDocument, 'Holon gateway'));
   for (const middleware of options.extension?.middleware ?? []) app.use(middleware);
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger, session: options.extension?.mcp_session });

@@ -36,4 +36,7 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   'create-key': ['human'],
   'revoke-key': ['human'],
   'admin-credit': ['admin'],
+  // The catalogue and the demo: anyone, no key needed (§7 "Principals": none reads the catalogue).
+  'read-catalog': anyone,
+  'try-demo': anyone,
 };

@@ -34,6 +34,10 @@ export interface HostedRouteDeps extends AccountDeps {
   github: GithubHandlers;
   /** Counts one sign-up from the request's address; throws 429 past the bound. */
   limitSignup: (ctx: Koa.Context) => Promise<void>;
+  /** The public catalogue (`src/hosted/catalog.ts`). */
+  catalog: () => Promise<unknown>;
+  /** Runs one demo try (`src/hosted/demo.ts`). */
+  demo: (ns: string, name: string, input: unknown, ctx: Koa.Context) => Promise<unknown>;
 }
 
 /** The name the platform's fee account (`platform:fees` at the binding) is listed under; a reserved handle, so no account can take it. */
@@ -214,6 +218,10 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       const { account: _account, ...view } = keyView(row);
       return view;
     },
+
+    'read-catalog': async () => deps.catalog(),
+
+    'try-demo': async ({ params, body }: OperationRequest<'try-demo'>, ctx) => deps.demo(params.ns, params.name, body, ctx),
 
     'admin-credit': async ({ body }: OperationRequest<'admin-credit'>) => {
       const credited = await adminCredit(deps, body.account, parseMoney(body.amount, 'amount'));

@@ -9,6 +9,9 @@ import pino, { type Logger } from 'pino';
 import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
 import { allowedHostsFromEnv } from '../http/host-gate.ts';
+import { runtimeFor } from '../runtimes/index.ts';
+import { readCatalog } from './catalog.ts';
+import { DEMO_PATH, demoCors, demoRunner } from './demo.ts';
 import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
 import { isDatabaseFailure } from './stop.ts';
@@ -69,9 +72,16 @@ export async function hostedExtension(parts: GatewayParts, settings: HostedSetti
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),
   };
-  const routeDeps = { ...deps, github: githubSignIn(deps, settings), limitSignup: limits.signup };
+  const routeDeps = {
+    ...deps,
+    github: githubSignIn(deps, settings),
+    limitSignup: limits.signup,
+    catalog: () => readCatalog(db, parts.registry, settings.records),
+    demo: demoRunner({ registry: parts.registry, runtimeFor: (kind) => runtimeFor(kind), trust_proxy: settings.trust_proxy }),
+  };
   return {
-    middleware: [limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
+    middleware: [demoCors(settings.site_url), limits.byAddress, principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
+    cross_origin: settings.site_url === null ? undefined : { path_prefix: DEMO_PATH, origins: [new URL(settings.site_url).origin] },
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
     log_principal: (ctx) => {
       const principal = ctx.state.principal as Principal | undefined;

@@ -23,6 +23,10 @@ export interface HostedSettings {
   /** Exchange rates set by the platform on hosted mandates (`HOLON_FX`, JSON `{"USD": "0.92"}`). */
   fx: Record<string, string>;
   rate_limits: RateLimits;
+  /** `HOLON_SITE_URL`: the public site, the one origin the demo answers CORS for; null: none. */
+  site_url: string | null;
+  /** `HOLON_RECORDS=1`: the catalogue shows measured records (off by default: sample records are not measurements). */
+  records: boolean;
 }
 
 /** Reads a positive integer setting, `fallback` when unset; a malformed one is a problem. */
@@ -87,6 +91,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
     admin_per_minute: positive(env, 'HOLON_RATE_ADMIN', 60, problems),
     signups_per_hour: positive(env, 'HOLON_RATE_SIGNUP', 5, problems),
   };
+  if (env.HOLON_RECORDS !== undefined && !['', '0', '1'].includes(env.HOLON_RECORDS)) problems.push('HOLON_RECORDS must be 1 (show measured records) or 0');
+  if (env.HOLON_SITE_URL && !URL.canParse(env.HOLON_SITE_URL)) problems.push('HOLON_SITE_URL must be an origin such as https://holon.example');
   if (problems.length > 0) throw new Error(`refusing to start: ${problems.join('; ')}`);
   const admin_key = env.HOLON_ADMIN_KEY || null;
   const { HOLON_GITHUB_CLIENT_ID: id, HOLON_GITHUB_CLIENT_SECRET: secret } = env;
@@ -101,5 +107,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
       : null,
     fx,
     rate_limits,
+    site_url: env.HOLON_SITE_URL || null,
+    records: env.HOLON_RECORDS === '1',
   };
 }

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SignupData, SignupErrors, SignupResponses } from './types.gen.js';
+import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadCatalogData, ReadCatalogErrors, ReadCatalogResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SignupData, SignupErrors, SignupResponses, TryDemoData, TryDemoErrors, TryDemoResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -281,6 +281,27 @@ export const revokeKey = <ThrowOnError extends boolean = false>(options: Options
 export const adminCredit = <ThrowOnError extends boolean = false>(options: Options<AdminCreditData, ThrowOnError>) => (options.client ?? client).post<AdminCreditResponses, AdminCreditErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/admin/credit',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * The public catalogue, declared and measured per agent (gateway §7 "Extra endpoints")
+ *
+ * Every agent the registry lists (shipped and published), in id order: what its author declares (its latest manifest's summary, capabilities, price, license, runtime kind, declared errors) and, when the operator turned records on (`HOLON_RECORDS=1`), what the platform measured, computed from `call_events` over all its versions (demo runs are never measured). Records are off by default: on a young platform they are sample traffic, not measurements, and `measured` is null. No key needed; any key is accepted.
+ */
+export const readCatalog = <ThrowOnError extends boolean = false>(options?: Options<ReadCatalogData, ThrowOnError>) => (options?.client ?? client).get<ReadCatalogResponses, ReadCatalogErrors, ThrowOnError>({ url: '/v0/catalog', ...options });
+
+/**
+ * A free try of one of the platform's own cheap agents, for the public site (gateway §7 "Extra endpoints")
+ *
+ * Runs a shipped agent (never a published one) whose list price is at most 0.01 EUR per run and that delegates nothing, on a narrowed input: the body is the input, at most 4096 bytes of JSON, no string longer than 2000 characters, no `holon://files/` handle. Not billed, no receipt, not measured. At most 10 tries per visitor (the client address) and 600 in all per hour (429 `rate_limited`, with `Retry-After`). CORS: a browser may call it only from `HOLON_SITE_URL`; any other `Origin` is refused 403.
+ */
+export const tryDemo = <ThrowOnError extends boolean = false>(options: Options<TryDemoData, ThrowOnError>) => (options.client ?? client).post<TryDemoResponses, TryDemoErrors, ThrowOnError>({
+    url: '/v0/demo/{ns}/{name}',
     ...options,
     headers: {
         'Content-Type': 'application/json',

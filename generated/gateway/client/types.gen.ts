@@ -656,6 +656,102 @@ export type ApprovalOutcome = {
 };
 
 /**
+ * One agent of the catalogue. `declared` is what its author says; `measured` what the platform saw (null while `HOLON_RECORDS` is off).
+ */
+export type CatalogEntry = {
+    id: string;
+    /**
+     * The latest listed version.
+     */
+    version: string;
+    versions: Array<string>;
+    /**
+     * false for the platform's own (shipped) agents.
+     */
+    published: boolean;
+    /**
+     * The license is `proprietary`: no code to read (gateway §7 "Publishing agents").
+     */
+    proprietary: boolean;
+    declared: {
+        summary: string;
+        capabilities: Array<string>;
+        /**
+         * The manifest's `price`.
+         */
+        price: {
+            [key: string]: unknown;
+        };
+        license: string;
+        /**
+         * `runtime.kind`.
+         */
+        runtime: string;
+        /**
+         * The declared error codes
+         */
+        errors: Array<string>;
+    };
+    measured: null | MeasuredRecord;
+};
+
+/**
+ * What the platform measured of an agent over all its versions, from `call_events` (gateway §7 "The journal"): every finished run, succeeded or failed, direct or delegated.
+ */
+export type MeasuredRecord = {
+    runs: number;
+    successes: number;
+    /**
+     * Successes over runs; null without runs.
+     */
+    success_rate: number | null;
+    /**
+     * Runs made by another agent.
+     */
+    delegated_runs: number;
+    median_latency_ms: number | null;
+    p95_latency_ms: number | null;
+    /**
+     * What its runs were billed in all (EUR).
+     */
+    billed: Money;
+    /**
+     * Failed runs by error code, most frequent first.
+     */
+    errors: Array<{
+        code: string;
+        runs: number;
+    }>;
+};
+
+export type Catalog = {
+    /**
+     * Whether measured records are shown (`HOLON_RECORDS`).
+     */
+    records: boolean;
+    agents: Array<CatalogEntry>;
+};
+
+/**
+ * The input, as the agent's `interface.input` takes it, within the demo's bounds (at most 4096 bytes of JSON, strings of at most 2000 characters, no file handle).
+ */
+export type DemoRequest = {
+    [key: string]: unknown;
+};
+
+export type DemoResult = {
+    /**
+     * `ns/name@version`.
+     */
+    agent: string;
+    /**
+     * The agent's output, valid against its `interface.output`.
+     */
+    output: unknown;
+    billed: false;
+};
+
+/**
  * A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number.
  */
 export type ManifestDecimal = string;
@@ -1598,3 +1694,82 @@ export type AdminCreditResponses = {
 };
 
 export type AdminCreditResponse = AdminCreditResponses[keyof AdminCreditResponses];
+
+export type ReadCatalogData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v0/catalog';
+};
+
+export type ReadCatalogErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+};
+
+export type ReadCatalogError = ReadCatalogErrors[keyof ReadCatalogErrors];
+
+export type ReadCatalogResponses = {
+    /**
+     * The catalogue.
+     */
+    200: Catalog;
+};
+
+export type ReadCatalogResponse = ReadCatalogResponses[keyof ReadCatalogResponses];
+
+export type TryDemoData = {
+    body: DemoRequest;
+    path: {
+        /**
+         * The agent's namespace.
+         */
+        ns: Id;
+        /**
+         * The agent's name.
+         */
+        name: Id;
+    };
+    query?: never;
+    url: '/v0/demo/{ns}/{name}';
+};
+
+export type TryDemoErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates.
+     */
+    404: ErrorBody;
+    /**
+     * `demo_input_too_large` (a bound of the narrowed input, named), or `rejected_input` (the agent's interface refuses it).
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The agent failed or reported an error (`code` is its code); nothing was billed.
+     */
+    502: ErrorBody;
+};
+
+export type TryDemoError = TryDemoErrors[keyof TryDemoErrors];
+
+export type TryDemoResponses = {
+    /**
+     * The agent's output.
+     */
+    200: DemoResult;
+};
+
+export type TryDemoResponse = TryDemoResponses[keyof TryDemoResponses];
