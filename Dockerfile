@@ -18,6 +18,8 @@ COPY generated generated
 COPY migrations migrations
 COPY openapi openapi
 COPY agents agents
+# The client commands of the CLI (loaded with `holon serve`) import the typed client's sources.
+COPY clients/src clients/src
 ENV NODE_ENV=production
 ENV HOST=0.0.0.0
 ENV PORT=8080
