@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
 import { waitFor } from './helpers/gateway.ts';
-import { startTestHosted, type TestAccount, type TestHosted } from './helpers/hosted.ts';
+import { inconsistentClaims, startTestHosted, type TestAccount, type TestHosted } from './helpers/hosted.ts';
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
@@ -26,17 +26,6 @@ async function failOnce(db: Knex, name: string, timing: 'INSERT' | 'UPDATE', tab
       RETURN NEW;
     END $$`);
   await db.raw(`CREATE TRIGGER fault_${name} BEFORE ${timing} ON ${table} FOR EACH ROW EXECUTE FUNCTION fault_${name}()`);
-}
-
-/** Claims whose receipt is missing, or whose state disagrees with it (done ⇔ final, running ⇔ running). */
-async function inconsistentClaims(db: Knex): Promise<unknown[]> {
-  const rows = await db('hosted_idempotency as c').leftJoin('gateway_receipts as r', 'r.id', 'c.receipt').select('c.idempotency_key', 'c.status', 'r.status as receipt_status');
-  return rows.filter((row) => {
-    if (row.receipt_status === null) return true;
-    if (row.status === 'running') return row.receipt_status !== 'running';
-    if (row.status === 'done') return row.receipt_status === 'running';
-    return false;
-  });
 }
 
 describe('Idempotency-Key', () => {

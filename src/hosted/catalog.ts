@@ -7,21 +7,13 @@
  * traffic, and sample records are not measurements.
  */
 import type { Knex } from 'knex';
+import type { components } from '../../generated/gateway/types.ts';
 import { formatMoney } from '../contracts/money.ts';
 import { int } from '../db/index.ts';
 import type { Registry } from '../gateway/registry.ts';
 
 /** What the platform measured of one agent (`MeasuredRecord` of `openapi/gateway.yaml`); money in EUR. */
-export interface MeasuredRecord {
-  runs: number;
-  successes: number;
-  success_rate: number | null;
-  delegated_runs: number;
-  median_latency_ms: number | null;
-  p95_latency_ms: number | null;
-  billed: string;
-  errors: Array<{ code: string; runs: number }>;
-}
+export type MeasuredRecord = components['schemas']['MeasuredRecord'];
 
 /** An agent id (`ns/name`) from a receipt's agent reference (`ns/name@version`). */
 const AGENT_ID = `split_part(agent, '@', 1)`;
