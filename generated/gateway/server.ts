@@ -2186,8 +2186,7 @@ export const schemaDocument = {
                 "items": {
                   "type": "string"
                 },
-                "description": "The declared error codes",
-                "in alphabetical order.": null
+                "description": "The declared error codes, in alphabetical order."
               }
             }
           },

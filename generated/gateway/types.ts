@@ -972,7 +972,7 @@ export interface components {
                 license: string;
                 /** @description `runtime.kind`. */
                 runtime: string;
-                /** @description The declared error codes */
+                /** @description The declared error codes, in alphabetical order. */
                 errors: string[];
             };
             measured: null | components["schemas"]["MeasuredRecord"];

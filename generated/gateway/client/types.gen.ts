@@ -688,7 +688,7 @@ export type CatalogEntry = {
          */
         runtime: string;
         /**
-         * The declared error codes
+         * The declared error codes, in alphabetical order.
          */
         errors: Array<string>;
     };
