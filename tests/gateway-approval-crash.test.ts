@@ -66,6 +66,9 @@ test(`after kill -9 among ${HELD} approved calls, no receipt is left pending_app
       assert.equal(receipt.status, 'failed', id);
       assert.equal(receipt.error?.code, 'gateway_restarted', id);
       assert.equal(receipt.billed, false, id);
+      // Its approval says so too (issue 8 §1.5), from the receipt: no answer survived in memory.
+      const read = (await gw.http.get(`/v0/approvals/${approval}`).expect(200)).body;
+      assert.deepEqual([read.approval.status, read.result, read.outcome], ['approved', undefined, { receipt: id, status: 'failed', billed: false, error: receipt.error }], approval);
     }
   }
   assert.ok(decided > 0, 'some decisions reached the gateway before the kill');

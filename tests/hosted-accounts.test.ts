@@ -132,6 +132,43 @@ describe('admin credit', () => {
   });
 });
 
+describe('GET /v0/accounts pages', () => {
+  const page = (query: string, key = ADMIN_KEY) => hosted.http.get(`/v0/accounts${query}`).set(bearer(key));
+
+  test('the admin walks every account and holon in name order, limit at a time, each once', async () => {
+    for (let i = 0; i < 3; i++) await hosted.signup();
+    const handles = (await hosted.running.db.knex('hosted_accounts').pluck('handle')) as string[];
+    const walked: string[] = [];
+    let cursor: string | null = null;
+    for (let pages = 0; pages < 100; pages++) {
+      const { body }: { body: { accounts: Array<{ account: string }>; next_cursor: string | null } } = await page(`?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`).expect(200);
+      assert.ok(body.accounts.length <= 2, `a page of ${body.accounts.length}`);
+      walked.push(...body.accounts.map((a: { account: string }) => a.account));
+      cursor = body.next_cursor;
+      if (cursor === null) break;
+      assert.equal(cursor, walked.at(-1));
+    }
+    assert.equal(cursor, null);
+    assert.deepEqual(walked, [...handles, 'holon'].sort());
+  });
+
+  test('without limit a page holds up to 100; a human sees its own account only', async () => {
+    const all = (await page('').expect(200)).body;
+    assert.equal(all.accounts.length, Math.min(100, (await hosted.running.db.knex('hosted_accounts').count('* as n'))[0].n as number + 1));
+    const account = await hosted.signup();
+    const own = (await page('?limit=5', account.human).expect(200)).body;
+    assert.deepEqual([own.accounts.map((a: { account: string }) => a.account), own.next_cursor], [[account.handle], null]);
+    assert.deepEqual((await page(`?cursor=${account.handle}`, account.human).expect(200)).body.accounts, []);
+  });
+
+  test('a limit outside 1 to 500 or a malformed cursor is refused 422', async () => {
+    for (const query of ['?limit=0', '?limit=501', '?limit=two', '?limit=1.5', '?cursor=', '?cursor=A%20B', `?cursor=${'a'.repeat(65)}`, '?cursor=%00']) {
+      const refused = await page(query);
+      assert.deepEqual([refused.status, refused.body.code], [422, 'invalid_request'], query);
+    }
+  });
+});
+
 describe('approvals', () => {
   let account: TestAccount;
   let mandate: string;
@@ -154,7 +191,29 @@ describe('approvals', () => {
     assert.equal((await hosted.http.post(`/v0/approvals/${id}`).set(bearer(agentKey)).send({})).status, 403);
     const ran = await hosted.http.post(`/v0/approvals/${id}`).set(bearer(account.human)).send({}).expect(200);
     assert.equal(ran.body.receipt.status, 'succeeded');
-    assert.equal((await hosted.http.get(`/v0/approvals/${id}`).set(bearer(agentKey)).expect(200)).body.approval.status, 'approved');
+    const read = (await hosted.http.get(`/v0/approvals/${id}`).set(bearer(agentKey)).expect(200)).body;
+    assert.equal(read.approval.status, 'approved');
+    assert.deepEqual(read.outcome, { receipt: ran.body.receipt.id, status: 'succeeded', billed: true, error: null });
+  });
+
+  test('GET /v0/approvals/{id}?wait_s waits for the decision, then answers with the approved call\'s answer', async () => {
+    const id = await held();
+    const waiting = hosted.http.get(`/v0/approvals/${id}?wait_s=60`).set(bearer(agentKey)).then((response) => response);
+    // The waiter is registered once the approval was read as pending; a decision before that is answered at once anyway.
+    const ran = await hosted.http.post(`/v0/approvals/${id}`).set(bearer(account.human)).send({}).expect(200);
+    const answered = await waiting;
+    assert.equal(answered.status, 200);
+    assert.equal(answered.body.approval.status, 'approved');
+    assert.deepEqual(answered.body.result, ran.body);
+    const tooLong = await hosted.http.get(`/v0/approvals/${id}?wait_s=61`).set(bearer(agentKey));
+    assert.deepEqual([tooLong.status, tooLong.body.code], [422, 'invalid_request']);
+  });
+
+  test('wait_s on someone else\'s approval is 404, as without it', async () => {
+    const id = await held();
+    const other = await hosted.signup();
+    const refused = await hosted.http.get(`/v0/approvals/${id}?wait_s=5`).set(bearer(other.human));
+    assert.deepEqual([refused.status, refused.body.code], [404, 'no_such_approval']);
   });
 
   test('{"run": false} grants; the agent re-submits with approval and it runs once under the held receipt', async () => {

@@ -7,10 +7,26 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Knex } from 'knex';
 import { waitFor } from './helpers/gateway.ts';
-import { startTestHosted, type TestAccount, type TestHosted } from './helpers/hosted.ts';
+import { inconsistentClaims, startTestHosted, type TestAccount, type TestHosted } from './helpers/hosted.ts';
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/**
+ * Makes the first `timing` write to `table` whose row matches `condition` (SQL over NEW) fail, as
+ * a write refused or cut off mid-call would. A sequence counts the matches: unlike a row, it is
+ * not rolled back with the failed transaction, so the fault fires exactly once.
+ */
+async function failOnce(db: Knex, name: string, timing: 'INSERT' | 'UPDATE', table: string, condition: string): Promise<void> {
+  await db.raw(`CREATE SEQUENCE fault_${name}`);
+  await db.raw(`CREATE FUNCTION fault_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF (${condition}) AND nextval('fault_${name}') = 1 THEN RAISE EXCEPTION 'injected fault ${name}'; END IF;
+      RETURN NEW;
+    END $$`);
+  await db.raw(`CREATE TRIGGER fault_${name} BEFORE ${timing} ON ${table} FOR EACH ROW EXECUTE FUNCTION fault_${name}()`);
+}
 
 describe('Idempotency-Key', () => {
   let hosted: TestHosted;
@@ -77,6 +93,26 @@ describe('Idempotency-Key', () => {
     assert.equal(await count(), before_race + 1);
   });
 
+  test('the claim is created with the receipt: a receipt write that fails leaves no claim, so the key runs when retried', async () => {
+    await failOnce(hosted.running.db.knex, 'open_receipt', 'INSERT', 'gateway_receipts', `NEW.status = 'running' AND NEW.root_mandate = '${account.mandate}'`);
+    const failed = await call('open-1', { do: 'ok', marker: 'open' });
+    assert.equal(failed.status, 500);
+    assert.deepEqual(await hosted.running.db.knex('hosted_idempotency').where({ idempotency_key: 'open-1' }).select('status'), []);
+    const retry = await call('open-1', { do: 'ok', marker: 'open' });
+    assert.deepEqual([retry.status, retry.body.replayed, retry.body.receipt?.status], [200, undefined, 'succeeded']);
+    assert.deepEqual(await inconsistentClaims(hosted.running.db.knex), []);
+  });
+
+  test('the outcome is recorded in the receipt\'s closing transaction: a closing write that fails leaves claim and receipt agreeing', async () => {
+    await failOnce(hosted.running.db.knex, 'close_claim', 'UPDATE', 'hosted_idempotency', `NEW.status = 'done' AND NEW.idempotency_key = 'close-1'`);
+    const first = await call('close-1', { do: 'ok', marker: 'close' });
+    // The run's closing transaction failed as a whole, so the call ended as a gateway error, unbilled, and its claim says so.
+    assert.deepEqual([first.status, first.body.code, first.body.receipt.billed], [502, 'gateway_error', false]);
+    assert.deepEqual(await inconsistentClaims(hosted.running.db.knex), []);
+    const replay = await call('close-1', { do: 'ok', marker: 'close' });
+    assert.deepEqual([replay.status, replay.body.replayed, replay.body.receipt.id, replay.body.receipt.status], [502, true, first.body.receipt.id, 'failed']);
+  });
+
   test('a malformed key is refused 422', async () => {
     const refused = await call('x'.repeat(256), { do: 'ok' });
     assert.deepEqual([refused.status, refused.body.code], [422, 'invalid_request']);
@@ -106,6 +142,28 @@ describe('§7 restarts under an Idempotency-Key', () => {
       await second.running.outbox.drain();
       const me = (await second.http.get('/v0/me').set(bearer(account.human)).expect(200)).body;
       assert.deepEqual([me.balance.balance, me.balance.reserved], ['5.00', '0.00']);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('§7 restarts of an approved call', () => {
+  test('an approved call that restart recovery closes says so on its approval: outcome failed gateway_restarted, unbilled', async () => {
+    const first = await startTestHosted();
+    const account = await first.signup();
+    await first.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'careful', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, approval: { above: '0.05' }, budget: { total: '3.00' } }).expect(201);
+    const mandate = `${account.handle}/careful`;
+    const held = await first.http.post('/v0/calls').set(bearer(account.human)).send({ mandate, agent: 'gt/run', input: { do: 'ok' } }).expect(202);
+    const id = held.body.approval.id;
+    // The decision committed, then the process died before the run started (the window issue 8 §1.5 names).
+    await first.running.db.knex('gateway_approvals').where({ id }).update({ status: 'approved', decided_at: new Date() });
+    await first.close({ keep: true });
+    const second = await startTestHosted({ store: first.store });
+    try {
+      const read = (await second.http.get(`/v0/approvals/${id}`).set(bearer(account.human)).expect(200)).body;
+      assert.equal(read.approval.status, 'approved');
+      assert.deepEqual([read.outcome.receipt, read.outcome.status, read.outcome.billed, read.outcome.error.code], [held.body.receipt.id, 'failed', false, 'gateway_restarted']);
     } finally {
       await second.close();
     }

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { operations } from './types.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file";
+export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file" | "read-catalog" | "try-demo";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -242,7 +242,25 @@ export const operationTable: readonly Operation[] = [
     "path": "/v0/accounts",
     "koaPath": "/v0/accounts",
     "params": null,
-    "query": null,
+    "query": {
+      "type": "object",
+      "properties": {
+        "limit": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 500,
+          "default": 100
+        },
+        "cursor": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 64,
+          "pattern": "^[a-z0-9][a-z0-9._:-]*$"
+        }
+      },
+      "required": [],
+      "additionalProperties": true
+    },
     "body": null
   },
   {
@@ -696,6 +714,41 @@ export const operationTable: readonly Operation[] = [
       "additionalProperties": true
     },
     "body": null
+  },
+  {
+    "operationId": "read-catalog",
+    "method": "get",
+    "path": "/v0/catalog",
+    "koaPath": "/v0/catalog",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "try-demo",
+    "method": "post",
+    "path": "/v0/demo/{ns}/{name}",
+    "koaPath": "/v0/demo/:ns/:name",
+    "params": {
+      "type": "object",
+      "properties": {
+        "ns": {
+          "$ref": "#/components/schemas/Id"
+        },
+        "name": {
+          "$ref": "#/components/schemas/Id"
+        }
+      },
+      "required": [
+        "ns",
+        "name"
+      ],
+      "additionalProperties": false
+    },
+    "query": null,
+    "body": {
+      "$ref": "#/components/schemas/DemoRequest"
+    }
   }
 ];
 
@@ -2022,6 +2075,9 @@ export const schemaDocument = {
                 "$ref": "#/components/schemas/CallRefused"
               }
             ]
+          },
+          "outcome": {
+            "$ref": "#/components/schemas/ApprovalOutcome"
           }
         }
       },
@@ -2736,6 +2792,256 @@ export const schemaDocument = {
             "type": "string",
             "format": "date-time",
             "description": "When the file is deleted (24 hours after upload)."
+          }
+        }
+      },
+      "ApprovalOutcome": {
+        "type": "object",
+        "description": "How an approval's call ended, as its receipt records it (gateway §4): absent while the approval is pending and while its call has not ended. Unlike `result` it is stored, so it is there after a restart: an approved call that restart recovery closed says `failed` with `gateway_restarted`, never billed (gateway §7 \"Restarts\", issue 8 §1.5); a rejected or expired approval says `rejected` with `approval_rejected` or `approval_expired`.",
+        "required": [
+          "receipt",
+          "status",
+          "billed",
+          "error"
+        ],
+        "properties": {
+          "receipt": {
+            "type": "string"
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "succeeded",
+              "failed",
+              "denied",
+              "rejected_input",
+              "rejected"
+            ]
+          },
+          "billed": {
+            "type": "boolean"
+          },
+          "error": {
+            "oneOf": [
+              {
+                "type": "null"
+              },
+              {
+                "type": "object",
+                "required": [
+                  "code",
+                  "message"
+                ],
+                "properties": {
+                  "code": {
+                    "type": "string"
+                  },
+                  "message": {
+                    "type": "string"
+                  }
+                }
+              }
+            ]
+          }
+        }
+      },
+      "CatalogEntry": {
+        "type": "object",
+        "description": "One agent of the catalogue. `declared` is what its author says; `measured` what the platform saw (null while `HOLON_RECORDS` is off).",
+        "required": [
+          "id",
+          "version",
+          "versions",
+          "published",
+          "proprietary",
+          "declared",
+          "measured"
+        ],
+        "properties": {
+          "id": {
+            "type": "string"
+          },
+          "version": {
+            "type": "string",
+            "description": "The latest listed version."
+          },
+          "versions": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "published": {
+            "type": "boolean",
+            "description": "false for the platform's own (shipped) agents."
+          },
+          "proprietary": {
+            "type": "boolean",
+            "description": "The license is `proprietary`: no code to read (gateway §7 \"Publishing agents\")."
+          },
+          "declared": {
+            "type": "object",
+            "required": [
+              "summary",
+              "capabilities",
+              "price",
+              "license",
+              "runtime",
+              "errors"
+            ],
+            "properties": {
+              "summary": {
+                "type": "string"
+              },
+              "capabilities": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              },
+              "price": {
+                "type": "object",
+                "additionalProperties": true,
+                "description": "The manifest's `price`."
+              },
+              "license": {
+                "type": "string"
+              },
+              "runtime": {
+                "type": "string",
+                "description": "`runtime.kind`."
+              },
+              "errors": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "The declared error codes, in alphabetical order."
+              }
+            }
+          },
+          "measured": {
+            "oneOf": [
+              {
+                "type": "null"
+              },
+              {
+                "$ref": "#/components/schemas/MeasuredRecord"
+              }
+            ]
+          }
+        }
+      },
+      "MeasuredRecord": {
+        "type": "object",
+        "description": "What the platform measured of an agent over all its versions, from `call_events` (gateway §7 \"The journal\"): every finished run, succeeded or failed, direct or delegated.",
+        "required": [
+          "runs",
+          "successes",
+          "success_rate",
+          "delegated_runs",
+          "median_latency_ms",
+          "p95_latency_ms",
+          "billed",
+          "errors"
+        ],
+        "properties": {
+          "runs": {
+            "type": "integer"
+          },
+          "successes": {
+            "type": "integer"
+          },
+          "success_rate": {
+            "type": [
+              "number",
+              "null"
+            ],
+            "description": "Successes over runs; null without runs."
+          },
+          "delegated_runs": {
+            "type": "integer",
+            "description": "Runs made by another agent."
+          },
+          "median_latency_ms": {
+            "type": [
+              "integer",
+              "null"
+            ]
+          },
+          "p95_latency_ms": {
+            "type": [
+              "integer",
+              "null"
+            ]
+          },
+          "billed": {
+            "$ref": "#/components/schemas/Money",
+            "description": "What its runs were billed in all (EUR)."
+          },
+          "errors": {
+            "type": "array",
+            "description": "Failed runs by error code, most frequent first.",
+            "items": {
+              "type": "object",
+              "required": [
+                "code",
+                "runs"
+              ],
+              "properties": {
+                "code": {
+                  "type": "string"
+                },
+                "runs": {
+                  "type": "integer"
+                }
+              }
+            }
+          }
+        }
+      },
+      "Catalog": {
+        "type": "object",
+        "required": [
+          "records",
+          "agents"
+        ],
+        "properties": {
+          "records": {
+            "type": "boolean",
+            "description": "Whether measured records are shown (`HOLON_RECORDS`)."
+          },
+          "agents": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/CatalogEntry"
+            }
+          }
+        }
+      },
+      "DemoRequest": {
+        "type": "object",
+        "description": "The input, as the agent's `interface.input` takes it, within the demo's bounds (at most 4096 bytes of JSON, strings of at most 2000 characters, no file handle).",
+        "additionalProperties": true
+      },
+      "DemoResult": {
+        "type": "object",
+        "required": [
+          "agent",
+          "output",
+          "billed"
+        ],
+        "properties": {
+          "agent": {
+            "type": "string",
+            "description": "`ns/name@version`."
+          },
+          "output": {
+            "description": "The agent's output, valid against its `interface.output`."
+          },
+          "billed": {
+            "type": "boolean",
+            "const": false
           }
         }
       },

@@ -113,7 +113,7 @@ export interface paths {
         };
         /**
          * One approval, waiting for its decision when asked (gateway §5, §7 "Extra endpoints")
-         * @description The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
+         * @description The approval in any state, with `outcome` once its call has ended (read from its receipt, so it survives a restart). With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
          */
         get: operations["read-approval"];
         put?: never;
@@ -197,7 +197,7 @@ export interface paths {
         };
         /**
          * Balances (gateway §5)
-         * @description Every account the gateway knows (payers, authors, the platform), read from the clearing binding.
+         * @description The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account and `holon`.
          */
         get: operations["list-accounts"];
         put?: never;
@@ -615,6 +615,46 @@ export interface paths {
         get: operations["download-file"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public catalogue, declared and measured per agent (gateway §7 "Extra endpoints")
+         * @description Every agent the registry lists (shipped and published), in id order: what its author declares (its latest manifest's summary, capabilities, price, license, runtime kind, declared errors) and, when the operator turned records on (`HOLON_RECORDS=1`), what the platform measured, computed from `call_events` over all its versions (demo runs are never measured). Records are off by default: on a young platform they are sample traffic, not measurements, and `measured` is null. No key needed; any key is accepted.
+         */
+        get: operations["read-catalog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/demo/{ns}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A free try of one of the platform's own cheap agents, for the public site (gateway §7 "Extra endpoints")
+         * @description Runs a shipped agent (never a published one) whose list price is at most 0.01 EUR per run and that delegates nothing, on a narrowed input: the body is the input, at most 4096 bytes of JSON, no string longer than 2000 characters, no `holon://files/` handle. Not billed, no receipt, not measured. At most 10 tries per visitor (the client address) and 600 in all per hour (429 `rate_limited`, with `Retry-After`). CORS: a browser may call it only from `HOLON_SITE_URL`; any other `Origin` is refused 403.
+         */
+        post: operations["try-demo"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1039,6 +1079,7 @@ export interface components {
             approval: components["schemas"]["Approval"];
             /** @description The approved call's answer, as its approver received it. */
             result?: components["schemas"]["CallSucceeded"] | components["schemas"]["CallRefused"];
+            outcome?: components["schemas"]["ApprovalOutcome"];
         };
         /** @description The approval was rejected; its input is deleted. */
         ApprovalRejected: {
@@ -1244,6 +1285,77 @@ export interface components {
              * @description When the file is deleted (24 hours after upload).
              */
             expires_at: string;
+        };
+        /** @description How an approval's call ended, as its receipt records it (gateway §4): absent while the approval is pending and while its call has not ended. Unlike `result` it is stored, so it is there after a restart: an approved call that restart recovery closed says `failed` with `gateway_restarted`, never billed (gateway §7 "Restarts", issue 8 §1.5); a rejected or expired approval says `rejected` with `approval_rejected` or `approval_expired`. */
+        ApprovalOutcome: {
+            receipt: string;
+            /** @enum {string} */
+            status: "succeeded" | "failed" | "denied" | "rejected_input" | "rejected";
+            billed: boolean;
+            error: null | {
+                code: string;
+                message: string;
+            };
+        };
+        /** @description One agent of the catalogue. `declared` is what its author says; `measured` what the platform saw (null while `HOLON_RECORDS` is off). */
+        CatalogEntry: {
+            id: string;
+            /** @description The latest listed version. */
+            version: string;
+            versions: string[];
+            /** @description false for the platform's own (shipped) agents. */
+            published: boolean;
+            /** @description The license is `proprietary`: no code to read (gateway §7 "Publishing agents"). */
+            proprietary: boolean;
+            declared: {
+                summary: string;
+                capabilities: string[];
+                /** @description The manifest's `price`. */
+                price: {
+                    [key: string]: unknown;
+                };
+                license: string;
+                /** @description `runtime.kind`. */
+                runtime: string;
+                /** @description The declared error codes, in alphabetical order. */
+                errors: string[];
+            };
+            measured: null | components["schemas"]["MeasuredRecord"];
+        };
+        /** @description What the platform measured of an agent over all its versions, from `call_events` (gateway §7 "The journal"): every finished run, succeeded or failed, direct or delegated. */
+        MeasuredRecord: {
+            runs: number;
+            successes: number;
+            /** @description Successes over runs; null without runs. */
+            success_rate: number | null;
+            /** @description Runs made by another agent. */
+            delegated_runs: number;
+            median_latency_ms: number | null;
+            p95_latency_ms: number | null;
+            /** @description What its runs were billed in all (EUR). */
+            billed: components["schemas"]["Money"];
+            /** @description Failed runs by error code, most frequent first. */
+            errors: {
+                code: string;
+                runs: number;
+            }[];
+        };
+        Catalog: {
+            /** @description Whether measured records are shown (`HOLON_RECORDS`). */
+            records: boolean;
+            agents: components["schemas"]["CatalogEntry"][];
+        };
+        /** @description The input, as the agent's `interface.input` takes it, within the demo's bounds (at most 4096 bytes of JSON, strings of at most 2000 characters, no file handle). */
+        DemoRequest: {
+            [key: string]: unknown;
+        };
+        DemoResult: {
+            /** @description `ns/name@version`. */
+            agent: string;
+            /** @description The agent's output, valid against its `interface.output`. */
+            output: unknown;
+            /** @constant */
+            billed: false;
         };
         /** @description A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number. */
         Manifest_decimal: string;
@@ -1760,7 +1872,12 @@ export interface operations {
     };
     "list-accounts": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Accounts per page: 100 by default, at most 500. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page: the page starts after this account name. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1776,11 +1893,22 @@ export interface operations {
                     "application/json": {
                         currency: string;
                         accounts: components["schemas"]["AccountBalance"][];
+                        /** @description The `cursor` of the next page; null when this page is the last. */
+                        next_cursor: string | null;
                     };
                 };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            /** @description `invalid_request`: a `limit` outside 1 to 500, or a malformed `cursor`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2634,6 +2762,86 @@ export interface operations {
             };
             /** @description `invalid_request`: a malformed id, `exp` or `sig`. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "read-catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalogue. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Catalog"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    "try-demo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's namespace. */
+                ns: components["schemas"]["Id"];
+                /** @description The agent's name. */
+                name: components["schemas"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DemoRequest"];
+            };
+        };
+        responses: {
+            /** @description The agent's output. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DemoResult"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `demo_input_too_large` (a bound of the narrowed input, named), or `rejected_input` (the agent's interface refuses it). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description The agent failed or reported an error (`code` is its code); nothing was billed. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -17,7 +17,8 @@ import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
-import { approvalView, pendingApprovals, readApproval } from './approvals.ts';
+import { accountPage, DEFAULT_ACCOUNTS_PAGE } from './account-pages.ts';
+import { approvalOutcome, approvalView, pendingApprovals, readApproval } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clearing.ts';
 import { closeExpiredApprovals, decideApproval } from './decisions.ts';
@@ -64,6 +65,8 @@ export interface GatewayAppExtension {
   recover?: (dead: readonly number[], unowned: boolean) => Promise<unknown>;
   /** Names the principal of a request in its log line (a key prefix, never a key). */
   log_principal?: (ctx: Koa.Context) => string;
+  /** Web origins the DNS-rebinding gate lets through on some paths (`HostGateOptions.cross_origin`). */
+  cross_origin?: HostGateOptions['cross_origin'];
 }
 
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`. */
@@ -125,10 +128,11 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
         const row = await readApproval(db, params.id);
         if (!row) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
         const result = answers.get(row.id);
-        // An approved call counts as decided for the waiter once it has run and its answer is published.
-        const waiting = row.status === 'pending' || (row.status === 'approved' && !result);
+        const outcome = await approvalOutcome(db, row);
+        // An approved call counts as decided for the waiter once it has ended (its answer published, or its receipt closed).
+        const waiting = row.status === 'pending' || (row.status === 'approved' && !result && !outcome);
         if (!waiting || Date.now() >= deadline_ms) {
-          return { approval: approvalView(row, currency), ...(result && row.status === 'approved' ? { result: result.body } : {}) };
+          return { approval: approvalView(row, currency), ...(result && row.status === 'approved' ? { result: result.body } : {}), ...(outcome ? { outcome } : {}) };
         }
         await answers.wait(row.id, deadline_ms - Date.now());
       }
@@ -160,9 +164,12 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       return { mandate: stored.document, budget: budgetView(stored.mandate.budget.currency, figures) };
     },
 
-    'list-accounts': async () => {
+    'list-accounts': async ({ query }: OperationRequest<'list-accounts'>) => {
+      const known = new Map((await options.accounts()).map(({ name, account }) => [name, account]));
+      const { page, next_cursor } = accountPage(known.keys(), query.cursor ?? null, query.limit ?? DEFAULT_ACCOUNTS_PAGE);
       const accounts = [];
-      for (const { name, account } of await options.accounts()) {
+      for (const name of page) {
+        const account = known.get(name)!;
         try {
           const figures = await clearing.readBalance(account);
           accounts.push({ account: name, balance: formatMoney(figures.balance), available: formatMoney(figures.available), reserved: formatMoney(figures.reserved) });
@@ -173,7 +180,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
           throw error;
         }
       }
-      return { currency, accounts };
+      return { currency, accounts, next_cursor };
     },
 
     'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),
@@ -187,7 +194,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       options.extension?.onUnexpected?.(error);
     }),
   );
-  app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'] }));
+  app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'], cross_origin: options.extension?.cross_origin }));
   app.use(servedDocuments(gatewayDocument, 'Holon gateway'));
   for (const middleware of options.extension?.middleware ?? []) app.use(middleware);
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger, session: options.extension?.mcp_session });

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { int, iso } from '../db/index.ts';
 import { formatMoney, type Micros } from '../contracts/money.ts';
+import { readReceipt } from './receipts.ts';
 
 /** How long an approval waits for a decision. */
 export const APPROVAL_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -128,4 +129,22 @@ export function approvalView(row: ApprovalRow, currency: string) {
     created_at: row.created_at,
     expires_at: row.expires_at,
   };
+}
+
+/** How an approval's call ended (`ApprovalOutcome` of `openapi/gateway.yaml`). */
+export interface ApprovalOutcome {
+  receipt: string;
+  status: string;
+  billed: boolean;
+  error: { code: string; message: string } | null;
+}
+
+/**
+ * How approval `row`'s call ended, read from its receipt (stored, so it outlives a restart:
+ * issue 8 §1.5); null while the receipt is still `pending_approval` or `running`.
+ */
+export async function approvalOutcome(db: Knex, row: ApprovalRow): Promise<ApprovalOutcome | null> {
+  const receipt = await readReceipt(db, row.receipt);
+  if (!receipt || receipt.status === 'pending_approval' || receipt.status === 'running') return null;
+  return { receipt: receipt.id, status: receipt.status, billed: receipt.billed, error: receipt.error };
 }

@@ -25,7 +25,7 @@ import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type StoredMandate } from './mandates.ts';
 import type { Intent, Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
-import { costView, nextReceiptId, now, readReceipt, saveReceipt, treeOf, type Receipt, type ReceiptTree } from './receipts.ts';
+import { costView, nextReceiptId, now, readReceipt, saveReceipt, treeOf, type Receipt, type ReceiptTree, type RunningOwner } from './receipts.ts';
 
 /** A call as `POST /v0/calls` takes it (gateway §5); `max_cost` is a decimal string in the mandate's currency. */
 export interface CallRequest {
@@ -58,13 +58,23 @@ export interface CallResult {
   total_micros: Micros;
 }
 
+/**
+ * Written in every transaction that writes a call's receipt, with the HTTP status the call will
+ * answer (null while it runs), so what a composition records about the call (the hosted
+ * gateway's idempotency claim, gateway §7 "Idempotent calls") is committed with the receipt or
+ * not at all. Throwing refuses the write: the transaction rolls back and the error leaves `call`.
+ */
+export type ReceiptRecorder = (trx: Knex.Transaction, receipt: Receipt, http: CallResult['http'] | null) => Promise<void>;
+
 /** Options of one call. */
-interface CallOptions {
+export interface CallOptions {
   parent?: ParentRun;
   /** Reuse this receipt id (the held receipt of an approval being run). */
   receipt?: string;
   /** The approval this run was granted by. */
   approved?: ApprovalRow;
+  /** Recorded with this call's receipt (not its downstream calls'). */
+  record?: ReceiptRecorder;
 }
 
 /** What the gateway needs to run calls. */
@@ -212,12 +222,21 @@ export class Gateway {
     call.receipt.status = stop.status;
     call.receipt.error = { code: stop.code, message: stop.message };
     call.receipt.duration_ms = Date.now() - call.started_ms;
-    await saveReceipt(this.deps.db, call.receipt, this.rootMandate(call));
+    await this.deps.db.transaction((trx) => this.writeReceipt(trx, call, stop.http));
     return { http: stop.http, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
   }
 
   private rootMandate(call: Call): string {
     return call.mandate.id.split('.')[0];
+  }
+
+  /**
+   * Writes the call's receipt and, in the same transaction, what `options.record` records with it;
+   * `running` (the hold and this process) while the call runs (issue 12 §4).
+   */
+  private async writeReceipt(trx: Knex.Transaction, call: Call, http: CallResult['http'] | null, running: RunningOwner | null = null): Promise<void> {
+    await saveReceipt(trx, call.receipt, this.rootMandate(call), running);
+    await call.options.record?.(trx, call.receipt, http);
   }
 
   /** Exactly one of `agent` and `capability`; `max_cost` a decimal string. 422 `invalid_request` otherwise. */
@@ -335,19 +354,23 @@ export class Gateway {
     if (slot !== null) throw new Stop('denied', 403, 'outside_declared_calls', slot);
     call.worst = worst;
     if (admission.decision === 'approve' && !this.grantedBy(call, call.options.approved)) {
-      const approval = await createApproval(this.deps.db, {
-        mandate: call.mandate.id,
-        agent: call.receipt.agent!,
-        input: call.request.input,
-        max_cost_micros: call.max_cost_micros,
-        worst_case_micros: worst.worst_case_micros,
-        reason: admission.reason,
-        receipt: call.id,
+      // The approval and its held receipt in one transaction: neither exists without the other.
+      const approval = await this.deps.db.transaction(async (trx) => {
+        const created = await createApproval(trx, {
+          mandate: call.mandate.id,
+          agent: call.receipt.agent!,
+          input: call.request.input,
+          max_cost_micros: call.max_cost_micros,
+          worst_case_micros: worst.worst_case_micros,
+          reason: admission.reason,
+          receipt: call.id,
+        });
+        call.receipt.status = 'pending_approval';
+        call.receipt.approval = created.id;
+        call.receipt.duration_ms = Date.now() - call.started_ms;
+        await this.writeReceipt(trx, call, 202);
+        return created;
       });
-      call.receipt.status = 'pending_approval';
-      call.receipt.approval = approval.id;
-      call.receipt.duration_ms = Date.now() - call.started_ms;
-      await saveReceipt(this.deps.db, call.receipt, this.rootMandate(call));
       return { http: 202, receipt: call.receipt, approval, total_micros: 0 };
     }
     return null;
@@ -394,7 +417,7 @@ export class Gateway {
         const payer = manifest.downstream?.mode === 'included' ? manifest.id.split('/')[0] : call.receipt.payer;
         sub = await storeMandate(trx, subDocument, { parent: call.mandate.id, payer });
       }
-      await saveReceipt(trx, call.receipt, this.rootMandate(call), { hold_id: holdId, process: this.deps.process_id });
+      await this.writeReceipt(trx, call, null, { hold_id: holdId, process: this.deps.process_id });
       return result;
     });
     if (!reserved.ok) {
@@ -421,10 +444,11 @@ export class Gateway {
     } catch (error) {
       this.deps.logger.error({ err: error, receipt: call.id }, 'gateway error during a call');
       await this.abandon(call, holdId === null ? null : { holdId });
-      call.receipt.status = 'failed';
+      // A failed closing transaction may have filled in the charge already: none of it was written.
+      Object.assign(call.receipt, { status: 'failed', billed: false, splits: [], cost: costView(0, parseMoney(call.receipt.cost.downstream)) });
       call.receipt.error = { code: 'gateway_error', message: 'the gateway failed while running this call; nothing was billed and the hold was released' };
       call.receipt.duration_ms = Date.now() - call.started_ms;
-      await saveReceipt(db, call.receipt, this.rootMandate(call));
+      await db.transaction((trx) => this.writeReceipt(trx, call, 502));
       return { http: 502, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
     }
   }
@@ -553,12 +577,13 @@ export class Gateway {
       duration_ms: Date.now() - call.started_ms,
     });
     const total_micros = result.own_micros + result.downstream_micros;
+    const http = result.succeeded ? 200 : 502;
     const fenced = await this.deps.db.transaction(async (trx) => {
       // Fenced (issue 12 §4): a receipt no longer `running` was closed by restart recovery, which
       // took this process for dead and released the budget and the hold: nothing may be billed now.
       const row = await trx('gateway_receipts').where({ id: call.id }).forUpdate().first('status');
       if (row?.status !== 'running') return true;
-      await saveReceipt(trx, call.receipt, this.rootMandate(call));
+      await this.writeReceipt(trx, call, http);
       await closeReservation(trx, call.id, total_micros);
       await this.deps.outbox.write(trx, intents);
       await trx('gateway_agent_stats')
@@ -573,7 +598,6 @@ export class Gateway {
       return { http: 502, receipt: closed, error: closed.error ?? undefined, total_micros: 0 };
     }
     void this.deps.outbox.drain();
-    const http = result.succeeded ? 200 : 502;
     return { http, receipt: call.receipt, output: result.output, error: result.error ?? undefined, total_micros };
   }
 

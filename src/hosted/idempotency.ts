@@ -1,9 +1,10 @@
 /**
  * Idempotent calls (gateway §7 "Idempotent calls"): `POST /v0/calls` with an `Idempotency-Key`,
- * per API key. The key is claimed, with the receipt id the call will use, in a row written
- * before the call runs: the primary key (API key, idempotency key) lets exactly one of two racing
- * requests claim it, so a key is never run twice. The claim names its receipt, so whatever
- * happens next the receipt is found: a finished call is replayed (`replayed: true`, `output`
+ * per API key. The key is claimed in the transaction that creates the call's receipt, and its
+ * outcome recorded in the transaction that closes it, so a crash never leaves a claim without its
+ * receipt or a final receipt under a running claim. The primary key (API key, idempotency key)
+ * lets exactly one of two racing requests commit, so a key is never run twice. The claim names
+ * its receipt: a finished call is replayed (`replayed: true`, `output`
  * null, never run again); a running one answers 409; one a restart interrupted answers 409 too,
  * since its outcome is unknown. The same key with a different body is refused 422.
  */
@@ -16,8 +17,8 @@ type CallBody = OperationRequest<'call'>['body'];
 import { HttpError } from '../http/errors.ts';
 import { answer } from '../gateway/app.ts';
 import { approvalView, lockApproval } from '../gateway/approvals.ts';
-import type { CallResult, Gateway } from '../gateway/lifecycle.ts';
-import { nextReceiptId, readReceipt } from '../gateway/receipts.ts';
+import type { CallOptions, CallResult, Gateway, ReceiptRecorder } from '../gateway/lifecycle.ts';
+import { readReceipt } from '../gateway/receipts.ts';
 import { useGrant } from './grants.ts';
 import type { Principal } from './principal.ts';
 import { requireScope } from './scope.ts';
@@ -63,6 +64,27 @@ async function answerClaimed(db: Knex, gateway: Gateway, ctx: Koa.Context, claim
   return { error: receipt.error?.message ?? 'the call did not succeed', code: receipt.error?.code ?? 'failed', receipt: tree, replayed: true };
 }
 
+/** Thrown inside a receipt's transaction when another request holds the key: the transaction rolls back, nothing of this request stays. */
+class ClaimTaken extends Error {}
+
+/**
+ * The claim of one key, recorded with the call's receipt (`ReceiptRecorder`): inserted `running`
+ * in the transaction that writes the running receipt, or `done` with the final receipt of a
+ * call that never ran (refused, held for approval); closed `done` with its HTTP status in the
+ * receipt's closing transaction. A key another request holds throws `ClaimTaken`, so of two
+ * racing requests exactly one commits a receipt (the other waits on the primary key, then finds it).
+ */
+function claimRecorder(owner: { key_prefix: string; idempotency_key: string; request_sha256: string; process: number }, claimed: { receipt?: string }): ReceiptRecorder {
+  return async (trx, receipt, http) => {
+    const row = { ...owner, receipt: receipt.id, status: http === null ? 'running' : 'done', http };
+    const insert = trx('hosted_idempotency').insert(row).onConflict(['key_prefix', 'idempotency_key']);
+    // A conflict is our own claim closing (same receipt), or someone else's key.
+    const written = http === null ? await insert.ignore().returning('receipt') : await insert.merge(['status', 'http']).where('hosted_idempotency.receipt', receipt.id).returning('receipt');
+    if (written.length === 0) throw new ClaimTaken(`Idempotency-Key ${owner.idempotency_key} is held by another request`);
+    claimed.receipt = receipt.id;
+  };
+}
+
 /**
  * Runs `POST /v0/calls` for a principal: with `approval`, the one run a `{"run": false}` grant
  * allows; with an `Idempotency-Key`, at most once per API key. Throws 422 for a malformed key.
@@ -79,34 +101,28 @@ export async function idempotentCall(deps: { db: Knex; gateway: Gateway }, ctx: 
     if (!held) throw new HttpError(404, 'no_such_approval', `there is no approval ${approval_id}`);
     await requireScope(db, principal, held.mandate, 'no_such_approval', 'approval', approval_id);
   }
-  const hash = bodyHash(body);
-  const prefix = (principal as { prefix: string }).prefix;
-  const run = async (receipt: string | undefined): Promise<CallResult> => {
-    if (approval_id === undefined) return gateway.call(request, receipt === undefined ? {} : { receipt });
+  const run = async (options: CallOptions): Promise<CallResult> => {
+    if (approval_id === undefined) return gateway.call(request, options);
     const approved = await db.transaction((trx) => useGrant(trx, approval_id));
-    return gateway.call(request, { receipt: approved.receipt, approved });
+    return gateway.call(request, { ...options, receipt: approved.receipt, approved });
   };
-  if (key === '') return answer(ctx, gateway, await run(undefined), 'EUR');
+  if (key === '') return answer(ctx, gateway, await run({}), 'EUR');
 
-  const receipt = await nextReceiptId(db);
-  const claimed = await db('hosted_idempotency')
-    .insert({ key_prefix: prefix, idempotency_key: key, request_sha256: hash, receipt, status: 'running', process: gateway.process_id })
-    .onConflict(['key_prefix', 'idempotency_key'])
-    .ignore()
-    .returning('receipt');
-  if (claimed.length === 0) {
-    const claim = await db('hosted_idempotency').where({ key_prefix: prefix, idempotency_key: key }).first();
-    return answerClaimed(db, gateway, ctx, claim, hash);
-  }
+  const hash = bodyHash(body);
+  const owner = { key_prefix: (principal as { prefix: string }).prefix, idempotency_key: key, request_sha256: hash, process: gateway.process_id };
+  const readClaim = () => db('hosted_idempotency').where({ key_prefix: owner.key_prefix, idempotency_key: key }).first();
+  // A key already claimed is answered without running anything; the claim in the receipt's transaction is what guarantees once.
+  const existing = await readClaim();
+  if (existing) return answerClaimed(db, gateway, ctx, existing, hash);
+  const claimed: { receipt?: string } = {};
   let result: CallResult;
   try {
-    result = await run(receipt);
+    result = await run({ record: claimRecorder(owner, claimed) });
   } catch (error) {
-    // A refusal thrown before anything ran (no such mandate, an approval not granted) frees the key; anything else leaves its outcome unknown.
-    if (error instanceof HttpError) await db('hosted_idempotency').where({ key_prefix: prefix, idempotency_key: key }).delete();
-    else await db('hosted_idempotency').where({ key_prefix: prefix, idempotency_key: key }).update({ status: 'interrupted' });
+    if (error instanceof ClaimTaken) return answerClaimed(db, gateway, ctx, await readClaim(), hash);
+    // A failure after the claim committed leaves the call's outcome unknown until a restart closes it.
+    if (claimed.receipt !== undefined) await db('hosted_idempotency').where({ ...owner, receipt: claimed.receipt, status: 'running' }).update({ status: 'interrupted' });
     throw error;
   }
-  await db('hosted_idempotency').where({ key_prefix: prefix, idempotency_key: key }).update({ status: 'done', http: result.http, receipt: result.receipt.id });
   return answer(ctx, gateway, result, result.receipt.currency);
 }

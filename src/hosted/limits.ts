@@ -31,8 +31,8 @@ export function clientAddress(ctx: Koa.Context, trust_proxy: boolean): string {
   return entries.at(-1) ?? peer;
 }
 
-/** Consumes one point of `key`; throws 429 `rate_limited` with `Retry-After` when the window is spent. */
-async function consume(ctx: Koa.Context, limiter: RateLimiterMemory, key: string, what: string): Promise<void> {
+/** Consumes one point of `key` in `limiter`; throws 429 `rate_limited` with `Retry-After` when the window is spent. */
+export async function consume(ctx: Koa.Context, limiter: RateLimiterMemory, key: string, what: string): Promise<void> {
   try {
     await limiter.consume(key);
   } catch (error) {

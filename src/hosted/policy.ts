@@ -51,4 +51,7 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   // Files (§7 "Files"): uploaded by the caller's keys; downloaded through a signed link, no key.
   'upload-file': ['human', 'agent'],
   'download-file': anyone,
+  // The catalogue and the demo: anyone, no key needed (§7 "Principals": none reads the catalogue).
+  'read-catalog': anyone,
+  'try-demo': anyone,
 };

@@ -10,6 +10,7 @@ import type { OperationId, OperationRequest } from '../../generated/gateway/serv
 import { formatMoney, parseMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
+import { accountPage, DEFAULT_ACCOUNTS_PAGE } from '../gateway/account-pages.ts';
 import { approvalView, lockApproval, pendingApprovals, type ApprovalRow } from '../gateway/approvals.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from '../gateway/clearing.ts';
 import { closeExpiredApprovals } from '../gateway/decisions.ts';
@@ -47,7 +48,14 @@ export interface HostedRouteDeps extends AccountDeps {
   endpoints: EndpointAccess;
   /** The file operations' link key, bounds and clock. */
   files: FileRouteDeps;
+  /** The public catalogue (`src/hosted/catalog.ts`). */
+  catalog: () => Promise<unknown>;
+  /** Runs one demo try (`src/hosted/demo.ts`). */
+  demo: (ns: string, name: string, input: unknown, ctx: Koa.Context) => Promise<unknown>;
 }
+
+/** The name the platform's fee account (`platform:fees` at the binding) is listed under; a reserved handle, so no account can take it. */
+const PLATFORM_ACCOUNT = 'holon';
 
 /** An account's figures as `AccountBalance`; null when the binding has no account for it. */
 async function balanceOf(clearing: ClearingPort, account: string, name = account) {
@@ -114,9 +122,9 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       return { approvals: approvals.map((row) => approvalView(row, 'EUR')) };
     },
 
-    'read-approval': async ({ params }: OperationRequest<'read-approval'>, _ctx, principal) => {
-      await closeExpiredApprovals(db);
-      return { approval: approvalView(await scopedApproval(db, principal, params.id), 'EUR') };
+    'read-approval': async (request: OperationRequest<'read-approval'>, ctx, principal) => {
+      await scopedApproval(db, principal, request.params.id);
+      return defaults['read-approval'](request, ctx);
     },
 
     'decide-approval': async (request: OperationRequest<'decide-approval'>, ctx, principal) => {
@@ -143,18 +151,21 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       return defaults['read-mandate'](request, ctx);
     },
 
-    'list-accounts': async (_request, _ctx, principal) => {
-      const handles = principal.kind === 'human' ? [principal.account] : (await db('hosted_accounts').orderBy('handle').select('handle')).map((r) => r.handle as string);
+    'list-accounts': async ({ query }: OperationRequest<'list-accounts'>, _ctx, principal) => {
+      const cursor = query.cursor ?? null;
+      const limit = query.limit ?? DEFAULT_ACCOUNTS_PAGE;
+      // The operator pages through every account (read `limit + 1` at a time) and the platform's `holon`; a human sees its own.
+      const handles =
+        principal.kind === 'human'
+          ? [principal.account]
+          : [PLATFORM_ACCOUNT, ...(await db('hosted_accounts').modify((q) => (cursor === null ? q : q.where('handle', '>', cursor))).orderBy('handle').limit(limit + 1).pluck('handle'))];
+      const { page, next_cursor } = accountPage(handles, cursor, limit);
       const accounts = [];
-      for (const handle of handles) {
-        const balance = await balanceOf(clearing, handle);
+      for (const handle of page) {
+        const balance = handle === PLATFORM_ACCOUNT ? await balanceOf(clearing, 'platform:fees', PLATFORM_ACCOUNT) : await balanceOf(clearing, handle);
         if (balance) accounts.push(balance);
       }
-      if (principal.kind === 'admin') {
-        const fees = await balanceOf(clearing, 'platform:fees', 'holon');
-        if (fees) accounts.push(fees);
-      }
-      return { currency: 'EUR', accounts };
+      return { currency: 'EUR', accounts, next_cursor };
     },
 
     signup: async ({ body }: OperationRequest<'signup'>, ctx) => {
@@ -250,6 +261,9 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'upload-file': async (_request, ctx, principal) => uploadFile(deps.files, ctx, (principal as Extract<Principal, { kind: 'human' | 'agent' }>).account),
 
     'download-file': async (request: OperationRequest<'download-file'>, ctx) => downloadFile(deps.files, ctx, request),
+    'read-catalog': async () => deps.catalog(),
+
+    'try-demo': async ({ params, body }: OperationRequest<'try-demo'>, ctx) => deps.demo(params.ns, params.name, body, ctx),
 
     'admin-credit': async ({ body }: OperationRequest<'admin-credit'>) => {
       const credited = await adminCredit(deps, body.account, parseMoney(body.amount, 'amount'));

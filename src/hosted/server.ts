@@ -16,6 +16,9 @@ import { suiteSourceFromEnv } from './eval-suites.ts';
 import { endpointAccess, type EndpointAccess } from './endpoints.ts';
 import type { Resolve } from './egress.ts';
 import { consolePages } from './console.ts';
+import { runtimeFor } from '../runtimes/index.ts';
+import { readCatalog } from './catalog.ts';
+import { DEMO_PATH, demoCors, demoRunner } from './demo.ts';
 import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
 import { isDatabaseFailure } from './stop.ts';
@@ -131,9 +134,12 @@ export async function hostedExtension(
     files: fileDeps,
     publish: { db, registry: parts.registry, github: settings.github, checkEndpoint: hooks.checkEndpoint, onPublished: hooks.onPublished, logger: parts.logger },
     earnings: { db, evaluationsOf: hooks.evaluationsOf, credentialSet: hooks.credentialSet },
+    catalog: () => readCatalog(db, parts.registry, settings.records),
+    demo: demoRunner({ registry: parts.registry, runtimeFor: (kind) => runtimeFor(kind), trust_proxy: settings.trust_proxy }),
   };
   return {
-    middleware: [limits.byAddress, consolePages(settings.site_url), principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
+    middleware: [demoCors(settings.site_url), limits.byAddress, consolePages(settings.site_url), principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],
+    cross_origin: settings.site_url === null ? undefined : { path_prefix: DEMO_PATH, origins: [new URL(settings.site_url).origin] },
     handlers: (defaults) => hostedHandlers(routeDeps, defaults),
     recover: (dead, unowned) => interruptRunningClaims(db, dead, unowned),
     log_principal: (ctx) => {

@@ -18,7 +18,7 @@ export interface HostedSettings {
   signup_credit_micros: Micros;
   /** `HOLON_PUBLIC_URL`: the public origin, e.g. `https://holon.example`. */
   public_url: string | null;
-  /** `HOLON_SITE_URL`: the public site whose `/terms` and `/privacy` pages the console links to, or null (no links). */
+  /** `HOLON_SITE_URL`: the public site: the console links its `/terms` and `/privacy` pages, and it is the one origin the demo answers CORS for; null: neither. */
   site_url: string | null;
   /** `HOLON_TRUST_PROXY=1`: the client address is the last one the proxy appended to `X-Forwarded-For`. */
   trust_proxy: boolean;
@@ -37,6 +37,8 @@ export interface HostedSettings {
   allow_private_endpoints: boolean;
   /** Upload bounds in bytes: 20 MiB per file, 200 MiB live per account (gateway §7 "Files"). */
   file_bounds: FileBounds;
+  /** `HOLON_RECORDS=1`: the catalogue shows measured records (off by default: sample records are not measurements). */
+  records: boolean;
 }
 
 /** Reads a positive integer setting, `fallback` when unset; a malformed one is a problem. */
@@ -101,6 +103,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
     admin_per_minute: positive(env, 'HOLON_RATE_ADMIN', 60, problems),
     signups_per_hour: positive(env, 'HOLON_RATE_SIGNUP', 5, problems),
   };
+  if (env.HOLON_RECORDS !== undefined && !['', '0', '1'].includes(env.HOLON_RECORDS)) problems.push('HOLON_RECORDS must be 1 (show measured records) or 0');
+  if (env.HOLON_SITE_URL && !URL.canParse(env.HOLON_SITE_URL)) problems.push('HOLON_SITE_URL must be an origin such as https://holon.example');
   if (problems.length > 0) throw new Error(`refusing to start: ${problems.join('; ')}`);
   const admin_key = env.HOLON_ADMIN_KEY || null;
   const { HOLON_GITHUB_CLIENT_ID: id, HOLON_GITHUB_CLIENT_SECRET: secret } = env;
@@ -119,5 +123,6 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
     file_secret: env.HOLON_FILE_SECRET || null,
     allow_private_endpoints: privateEndpointsAllowed(env),
     file_bounds: { max_file_bytes: MAX_FILE_BYTES, max_live_bytes: MAX_LIVE_FILE_BYTES },
+    records: env.HOLON_RECORDS === '1',
   };
 }

@@ -29,6 +29,8 @@ export interface HostGateOptions {
   open: readonly string[];
   /** Paths whose refusal is a JSON-RPC error body (`/mcp`); elsewhere `{error, code}`. */
   rpc_paths: readonly string[];
+  /** Other web origins (`https://site.example`) allowed on the paths under `path_prefix` only (the hosted demo, for the public site). */
+  cross_origin?: { path_prefix: string; origins: readonly string[] };
 }
 
 /**
@@ -112,7 +114,8 @@ export function hostGate(options: HostGateOptions): Middleware {
       return refuse(`Host ${JSON.stringify(rawHost ?? '')} is not a name of this gateway (DNS rebinding protection); ${hint}`);
     }
     const origin = ctx.req.headers.origin;
-    if (origin !== undefined && !originAllowed(origin, allowed)) {
+    const crossOrigin = options.cross_origin !== undefined && ctx.path.startsWith(options.cross_origin.path_prefix) && options.cross_origin.origins.includes(origin ?? '');
+    if (origin !== undefined && !originAllowed(origin, allowed) && !crossOrigin) {
       return refuse(`Origin ${JSON.stringify(origin)} is not this gateway: requests from other web pages are refused; ${hint}`);
     }
     return next();

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
+import type { Knex } from 'knex';
 import pino, { type Logger } from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
@@ -99,4 +100,18 @@ export async function startTestHosted(
       if (!keep) await rm(store.db, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Idempotency claims whose receipt is missing or disagrees with them (gateway §7 "Idempotent
+ * calls"): `running` must sit on a running receipt, `done` on a final one; `interrupted` on any.
+ */
+export async function inconsistentClaims(db: Knex): Promise<unknown[]> {
+  const rows = await db('hosted_idempotency as c').leftJoin('gateway_receipts as r', 'r.id', 'c.receipt').select('c.idempotency_key', 'c.status', 'c.receipt', 'r.status as receipt_status');
+  return rows.filter((row) => {
+    if (row.receipt_status === null) return true;
+    if (row.status === 'running') return row.receipt_status !== 'running';
+    if (row.status === 'done') return row.receipt_status === 'running';
+    return false;
+  });
 }

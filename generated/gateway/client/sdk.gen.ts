@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, AdminDisableAccountData, AdminDisableAccountErrors, AdminDisableAccountResponses, AdminListAccountsData, AdminListAccountsErrors, AdminListAccountsResponses, AdminLogData, AdminLogErrors, AdminLogResponses, AdminYankAgentData, AdminYankAgentErrors, AdminYankAgentResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, DraftAgentData, DraftAgentErrors, DraftAgentResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, MyAgentsData, MyAgentsErrors, MyAgentsResponses, PublishAgentData, PublishAgentErrors, PublishAgentResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SetCredentialData, SetCredentialErrors, SetCredentialResponses, SignupData, SignupErrors, SignupResponses, UploadFileData, UploadFileErrors, UploadFileResponses, YankAgentData, YankAgentErrors, YankAgentResponses } from './types.gen.js';
+import type { AdminCreditData, AdminCreditErrors, AdminCreditResponses, AdminDisableAccountData, AdminDisableAccountErrors, AdminDisableAccountResponses, AdminListAccountsData, AdminListAccountsErrors, AdminListAccountsResponses, AdminLogData, AdminLogErrors, AdminLogResponses, AdminYankAgentData, AdminYankAgentErrors, AdminYankAgentResponses, CallData, CallErrors, CallResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateMandateData, CreateMandateErrors, CreateMandateResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, DraftAgentData, DraftAgentErrors, DraftAgentResponses, GithubCallbackData, GithubCallbackErrors, GithubExchangeData, GithubExchangeErrors, GithubExchangeResponses, GithubSigninData, GithubSigninErrors, HealthData, HealthErrors, HealthResponses, ListAccountsData, ListAccountsErrors, ListAccountsResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListMandatesData, ListMandatesErrors, ListMandatesResponses, ListReceiptsData, ListReceiptsErrors, ListReceiptsResponses, ListSettlementsData, ListSettlementsErrors, ListSettlementsResponses, MyAgentsData, MyAgentsErrors, MyAgentsResponses, PublishAgentData, PublishAgentErrors, PublishAgentResponses, ReadAgentData, ReadAgentErrors, ReadAgentResponses, ReadApprovalData, ReadApprovalErrors, ReadApprovalResponses, ReadCatalogData, ReadCatalogErrors, ReadCatalogResponses, ReadMandateData, ReadMandateErrors, ReadMandateResponses, ReadMeData, ReadMeErrors, ReadMeResponses, ReadReceiptData, ReadReceiptErrors, ReadReceiptResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, SearchAgentsData, SearchAgentsErrors, SearchAgentsResponses, SetCredentialData, SetCredentialErrors, SetCredentialResponses, SignupData, SignupErrors, SignupResponses, TryDemoData, TryDemoErrors, TryDemoResponses, UploadFileData, UploadFileErrors, UploadFileResponses, YankAgentData, YankAgentErrors, YankAgentResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -95,7 +95,7 @@ export const listApprovals = <ThrowOnError extends boolean = false>(options?: Op
 /**
  * One approval, waiting for its decision when asked (gateway §5, §7 "Extra endpoints")
  *
- * The approval in any state. With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
+ * The approval in any state, with `outcome` once its call has ended (read from its receipt, so it survives a restart). With `wait_s`, a pending approval is answered once it is decided (and, when approved, once its call has run) or after `wait_s` seconds, whichever comes first: `holon call --wait` polls this. `result` is the approved call's answer, as `POST /v0/approvals/{id}` gave it to the approver; the gateway keeps it in memory only (never stored), for 10 minutes after the run and for at most 1000 approvals, so a caller that was not waiting may find it absent. Hosted: human or agent key, within the caller's mandates (404 otherwise).
  */
 export const readApproval = <ThrowOnError extends boolean = false>(options: Options<ReadApprovalData, ThrowOnError>) => (options.client ?? client).get<ReadApprovalResponses, ReadApprovalErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -154,7 +154,7 @@ export const readMandate = <ThrowOnError extends boolean = false>(options: Optio
 /**
  * Balances (gateway §5)
  *
- * Every account the gateway knows (payers, authors, the platform), read from the clearing binding.
+ * The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account and `holon`.
  */
 export const listAccounts = <ThrowOnError extends boolean = false>(options?: Options<ListAccountsData, ThrowOnError>) => (options?.client ?? client).get<ListAccountsResponses, ListAccountsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -443,4 +443,25 @@ export const downloadFile = <ThrowOnError extends boolean = false>(options: Opti
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v0/files/{id}',
     ...options
+});
+
+/**
+ * The public catalogue, declared and measured per agent (gateway §7 "Extra endpoints")
+ *
+ * Every agent the registry lists (shipped and published), in id order: what its author declares (its latest manifest's summary, capabilities, price, license, runtime kind, declared errors) and, when the operator turned records on (`HOLON_RECORDS=1`), what the platform measured, computed from `call_events` over all its versions (demo runs are never measured). Records are off by default: on a young platform they are sample traffic, not measurements, and `measured` is null. No key needed; any key is accepted.
+ */
+export const readCatalog = <ThrowOnError extends boolean = false>(options?: Options<ReadCatalogData, ThrowOnError>) => (options?.client ?? client).get<ReadCatalogResponses, ReadCatalogErrors, ThrowOnError>({ url: '/v0/catalog', ...options });
+
+/**
+ * A free try of one of the platform's own cheap agents, for the public site (gateway §7 "Extra endpoints")
+ *
+ * Runs a shipped agent (never a published one) whose list price is at most 0.01 EUR per run and that delegates nothing, on a narrowed input: the body is the input, at most 4096 bytes of JSON, no string longer than 2000 characters, no `holon://files/` handle. Not billed, no receipt, not measured. At most 10 tries per visitor (the client address) and 600 in all per hour (429 `rate_limited`, with `Retry-After`). CORS: a browser may call it only from `HOLON_SITE_URL`; any other `Origin` is refused 403.
+ */
+export const tryDemo = <ThrowOnError extends boolean = false>(options: Options<TryDemoData, ThrowOnError>) => (options.client ?? client).post<TryDemoResponses, TryDemoErrors, ThrowOnError>({
+    url: '/v0/demo/{ns}/{name}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });

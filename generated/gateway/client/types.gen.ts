@@ -542,6 +542,7 @@ export type ApprovalState = {
      * The approved call's answer, as its approver received it.
      */
     result?: CallSucceeded | CallRefused;
+    outcome?: ApprovalOutcome;
 };
 
 /**
@@ -826,6 +827,115 @@ export type FileHandle = {
      * When the file is deleted (24 hours after upload).
      */
     expires_at: string;
+};
+
+/**
+ * How an approval's call ended, as its receipt records it (gateway §4): absent while the approval is pending and while its call has not ended. Unlike `result` it is stored, so it is there after a restart: an approved call that restart recovery closed says `failed` with `gateway_restarted`, never billed (gateway §7 "Restarts", issue 8 §1.5); a rejected or expired approval says `rejected` with `approval_rejected` or `approval_expired`.
+ */
+export type ApprovalOutcome = {
+    receipt: string;
+    status: 'succeeded' | 'failed' | 'denied' | 'rejected_input' | 'rejected';
+    billed: boolean;
+    error: null | {
+        code: string;
+        message: string;
+    };
+};
+
+/**
+ * One agent of the catalogue. `declared` is what its author says; `measured` what the platform saw (null while `HOLON_RECORDS` is off).
+ */
+export type CatalogEntry = {
+    id: string;
+    /**
+     * The latest listed version.
+     */
+    version: string;
+    versions: Array<string>;
+    /**
+     * false for the platform's own (shipped) agents.
+     */
+    published: boolean;
+    /**
+     * The license is `proprietary`: no code to read (gateway §7 "Publishing agents").
+     */
+    proprietary: boolean;
+    declared: {
+        summary: string;
+        capabilities: Array<string>;
+        /**
+         * The manifest's `price`.
+         */
+        price: {
+            [key: string]: unknown;
+        };
+        license: string;
+        /**
+         * `runtime.kind`.
+         */
+        runtime: string;
+        /**
+         * The declared error codes, in alphabetical order.
+         */
+        errors: Array<string>;
+    };
+    measured: null | MeasuredRecord;
+};
+
+/**
+ * What the platform measured of an agent over all its versions, from `call_events` (gateway §7 "The journal"): every finished run, succeeded or failed, direct or delegated.
+ */
+export type MeasuredRecord = {
+    runs: number;
+    successes: number;
+    /**
+     * Successes over runs; null without runs.
+     */
+    success_rate: number | null;
+    /**
+     * Runs made by another agent.
+     */
+    delegated_runs: number;
+    median_latency_ms: number | null;
+    p95_latency_ms: number | null;
+    /**
+     * What its runs were billed in all (EUR).
+     */
+    billed: Money;
+    /**
+     * Failed runs by error code, most frequent first.
+     */
+    errors: Array<{
+        code: string;
+        runs: number;
+    }>;
+};
+
+export type Catalog = {
+    /**
+     * Whether measured records are shown (`HOLON_RECORDS`).
+     */
+    records: boolean;
+    agents: Array<CatalogEntry>;
+};
+
+/**
+ * The input, as the agent's `interface.input` takes it, within the demo's bounds (at most 4096 bytes of JSON, strings of at most 2000 characters, no file handle).
+ */
+export type DemoRequest = {
+    [key: string]: unknown;
+};
+
+export type DemoResult = {
+    /**
+     * `ns/name@version`.
+     */
+    agent: string;
+    /**
+     * The agent's output, valid against its `interface.output`.
+     */
+    output: unknown;
+    billed: false;
 };
 
 /**
@@ -1365,7 +1475,16 @@ export type ReadMandateResponse = ReadMandateResponses[keyof ReadMandateResponse
 export type ListAccountsData = {
     body?: never;
     path?: never;
-    query?: never;
+    query?: {
+        /**
+         * Accounts per page: 100 by default, at most 500.
+         */
+        limit?: number;
+        /**
+         * The `next_cursor` of the previous page: the page starts after this account name.
+         */
+        cursor?: string;
+    };
     url: '/v0/accounts';
 };
 
@@ -1378,6 +1497,10 @@ export type ListAccountsErrors = {
      * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * `invalid_request`: a `limit` outside 1 to 500, or a malformed `cursor`.
+     */
+    422: ErrorBody;
     /**
      * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
      */
@@ -1393,6 +1516,10 @@ export type ListAccountsResponses = {
     200: {
         currency: string;
         accounts: Array<AccountBalance>;
+        /**
+         * The `cursor` of the next page; null when this page is the last.
+         */
+        next_cursor: string | null;
     };
 };
 
@@ -2322,3 +2449,82 @@ export type DownloadFileResponses = {
 };
 
 export type DownloadFileResponse = DownloadFileResponses[keyof DownloadFileResponses];
+
+export type ReadCatalogData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v0/catalog';
+};
+
+export type ReadCatalogErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+};
+
+export type ReadCatalogError = ReadCatalogErrors[keyof ReadCatalogErrors];
+
+export type ReadCatalogResponses = {
+    /**
+     * The catalogue.
+     */
+    200: Catalog;
+};
+
+export type ReadCatalogResponse = ReadCatalogResponses[keyof ReadCatalogResponses];
+
+export type TryDemoData = {
+    body: DemoRequest;
+    path: {
+        /**
+         * The agent's namespace.
+         */
+        ns: Id;
+        /**
+         * The agent's name.
+         */
+        name: Id;
+    };
+    query?: never;
+    url: '/v0/demo/{ns}/{name}';
+};
+
+export type TryDemoErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates.
+     */
+    404: ErrorBody;
+    /**
+     * `demo_input_too_large` (a bound of the narrowed input, named), or `rejected_input` (the agent's interface refuses it).
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The agent failed or reported an error (`code` is its code); nothing was billed.
+     */
+    502: ErrorBody;
+};
+
+export type TryDemoError = TryDemoErrors[keyof TryDemoErrors];
+
+export type TryDemoResponses = {
+    /**
+     * The agent's output.
+     */
+    200: DemoResult;
+};
+
+export type TryDemoResponse = TryDemoResponses[keyof TryDemoResponses];
