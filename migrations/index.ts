@@ -9,6 +9,7 @@ import * as gatewayIdentity from './003_gateway_identity.ts';
 import * as gatewayHardening from './004_gateway_hardening.ts';
 import * as clearingWritePath from './005_clearing_write_path.ts';
 import * as hosted from './006_hosted.ts';
+import * as outboxClaims from './008_outbox_claims.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '004_gateway_hardening': gatewayHardening,
   '005_clearing_write_path': clearingWritePath,
   '006_hosted': hosted,
+  '008_outbox_claims': outboxClaims,
 };
 
 /** knex's `migrationSource` over the table above. */

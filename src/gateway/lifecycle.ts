@@ -23,7 +23,7 @@ import { rankingRate } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type StoredMandate } from './mandates.ts';
-import type { Intent, Outbox } from './outbox.ts';
+import { BACKLOG_RETRY_AFTER_S, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
 import { costView, nextReceiptId, now, saveReceipt, treeOf, type Receipt, type ReceiptTree } from './receipts.ts';
 
@@ -56,6 +56,8 @@ export interface CallResult {
   approval?: ApprovalRow;
   /** What the payer paid for this call and its passthrough downstream calls. */
   total_micros: Micros;
+  /** Seconds the caller should wait before trying again (`Retry-After`), on a 503 that will pass. */
+  retry_after_s?: number;
 }
 
 /** Options of one call. */
@@ -102,6 +104,7 @@ class Stop extends Error {
     readonly http: CallResult['http'],
     readonly code: string,
     message: string,
+    readonly retry_after_s?: number,
   ) {
     super(message);
   }
@@ -179,7 +182,7 @@ export class Gateway {
     call.receipt.error = { code: stop.code, message: stop.message };
     call.receipt.duration_ms = Date.now() - call.started_ms;
     await saveReceipt(this.deps.db, call.receipt, this.rootMandate(call));
-    return { http: stop.http, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
+    return { http: stop.http, receipt: call.receipt, error: call.receipt.error, total_micros: 0, ...(stop.retry_after_s === undefined ? {} : { retry_after_s: stop.retry_after_s }) };
   }
 
   private rootMandate(call: Call): string {
@@ -333,6 +336,7 @@ export class Gateway {
     const worst = call.worst!;
     const parent = call.options.parent;
     const holdId = parent?.mode === 'passthrough' || worst.worst_case_micros === 0 ? null : `hold:${this.work(call.id)}`;
+    if (worst.worst_case_micros > 0) await this.refuseOverBacklog();
 
     let sub: StoredMandate | null = null;
     let subDocument: Record<string, any> | null = null;
@@ -387,6 +391,23 @@ export class Gateway {
   }
 
   /**
+   * Issue 12 §3: a call that may be charged adds settlement intents; while more than the outbox's
+   * `max_pending` are waiting to be posted, it is refused 503 `settlement_backlog` with
+   * `Retry-After`, before anything is reserved, so the backlog stays bounded under any load.
+   */
+  private async refuseOverBacklog(): Promise<void> {
+    const backlog = await this.deps.outbox.backlog();
+    if (!backlog) return;
+    throw new Stop(
+      'failed',
+      503,
+      'settlement_backlog',
+      `${backlog.pending} settlements are waiting to be posted, more than the bound of ${backlog.max_pending} (HOLON_OUTBOX_MAX_PENDING); nothing was reserved or billed, try again in ${BACKLOG_RETRY_AFTER_S} s`,
+      BACKLOG_RETRY_AFTER_S,
+    );
+  }
+
+  /**
    * Releases a call's reservation and, through the outbox, its hold: nothing was billed.
    * `unknown_until`: whether open-hold took effect is unknown, and the hold would expire then.
    */
@@ -398,7 +419,7 @@ export class Gateway {
         await this.deps.outbox.write(trx, [{ operation: 'release-hold', receipt: call.id, body }]);
       }
     });
-    void this.deps.outbox.drain();
+    if (hold) this.deps.outbox.postReceipt(call.id);
   }
 
   /** §1 steps 5 to 8: run with the hard timeout, check output, settle, finalize the receipt. */
@@ -519,7 +540,7 @@ export class Gateway {
     });
     const stats = this.stats.get(manifest.id) ?? { runs: 0, successes: 0 };
     this.stats.set(manifest.id, { runs: stats.runs + 1, successes: stats.successes + (result.succeeded ? 1 : 0) });
-    void this.deps.outbox.drain();
+    if (intents.length > 0) this.deps.outbox.postReceipt(call.id);
     const http = result.succeeded ? 200 : 502;
     return { http, receipt: call.receipt, output: result.output, error: result.error ?? undefined, total_micros };
   }

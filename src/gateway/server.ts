@@ -24,7 +24,7 @@ import { createGatewayApp, type GatewayAppExtension } from './app.ts';
 import { closeStrandedApprovals } from './decisions.ts';
 import { Gateway } from './lifecycle.ts';
 import { closeReservation, storeMandate } from './mandates.ts';
-import { Outbox } from './outbox.ts';
+import { Outbox, outboxSettingsFromEnv, type OutboxSettings } from './outbox.ts';
 import { startAgentsHost } from './agents-host.ts';
 import { Registry } from './registry.ts';
 import { childrenOf, costView, runningReceipts, saveReceipt, type Receipt } from './receipts.ts';
@@ -86,6 +86,8 @@ export interface GatewayServerOptions {
   clearing_url?: string;
   /** Bounds on every clearing request (default: `HOLON_CLEARING_CONNECT_TIMEOUT_S`, `HOLON_CLEARING_TIMEOUT_S`, else 5 s and 15 s). */
   clearing_timeouts?: ClearingTimeouts;
+  /** How the outbox posts settlements (default: `DEFAULT_OUTBOX`, `max_pending` from `HOLON_OUTBOX_MAX_PENDING`). */
+  outbox?: Partial<OutboxSettings>;
   /** Directories of shipped agents (default `examples` and `agents`). */
   agent_dirs?: readonly string[];
   /** Agent ids left out (default: `HOLON_EXCLUDE`, else `holon-labs/summarize`). */
@@ -248,7 +250,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const registry = await Registry.fromDatabase(db);
   if (!options.extend) await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
-  const outbox = new Outbox(db, clearing, logger);
+  const outbox = new Outbox(db, clearing, logger, { ...outboxSettingsFromEnv(), ...options.outbox });
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
   const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: (kind) => runtimeFor(kind), logger, gateway_id });
   await gateway.loadStats();

@@ -29,6 +29,7 @@ import { startClearingServer, type RunningClearing } from '../../src/clearing/se
 import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
 import { openDatabase } from '../../src/db/index.ts';
 import { ClearingPort, type ClearingTimeouts } from '../../src/gateway/clearing.ts';
+import type { OutboxSettings } from '../../src/gateway/outbox.ts';
 import { budgetOf, budgetView, storeMandate } from '../../src/gateway/mandates.ts';
 import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
 import { DEV_ACCOUNT, startGateway, type RunningGateway } from '../../src/gateway/server.ts';
@@ -107,6 +108,8 @@ export interface TestGatewayOptions {
   clearing_url?: string;
   /** Bounds on clearing requests (default: `startGateway`'s). */
   clearing_timeouts?: ClearingTimeouts;
+  /** How the outbox posts (default: `startGateway`'s). */
+  outbox?: Partial<OutboxSettings>;
 }
 
 /** Where test data lives: memory-backed `/dev/shm` when there is one (copies and fsyncs cost nothing), else the temp directory. */
@@ -192,6 +195,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       exclude: [],
       ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
       ...(options.clearing_timeouts ? { clearing_timeouts: options.clearing_timeouts } : {}),
+      ...(options.outbox ? { outbox: options.outbox } : {}),
       logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
     });
   } catch (error) {
