@@ -68,6 +68,8 @@ export interface OutboxSettings {
   lease_ms: number;
   /** Pending intents above which a call that would reserve money is refused 503 `settlement_backlog` (`HOLON_OUTBOX_MAX_PENDING`). */
   max_pending: number;
+  /** How long a count of pending intents is trusted before admission counts again, in ms. */
+  count_ttl_ms: number;
 }
 
 /**
@@ -75,13 +77,10 @@ export interface OutboxSettings {
  * timeouts (5 s connect + 15 s request, a few intents per receipt); a lease that runs out during
  * a slow post only lets a second poster repeat an idempotent post.
  */
-export const DEFAULT_OUTBOX: OutboxSettings = { retry: DEFAULT_RETRY, poll_ms: 2_000, batch: 200, concurrency: 16, lease_ms: 120_000, max_pending: 10_000 };
+export const DEFAULT_OUTBOX: OutboxSettings = { retry: DEFAULT_RETRY, poll_ms: 2_000, batch: 200, concurrency: 16, lease_ms: 120_000, max_pending: 10_000, count_ttl_ms: 1_000 };
 
 /** The most `HOLON_OUTBOX_MAX_PENDING` may be. */
 export const MAX_OUTBOX_PENDING = 1_000_000;
-
-/** How long a count of pending intents is trusted before admission counts again, in ms. */
-const PENDING_COUNT_TTL_MS = 1_000;
 
 /** What a caller refused for a backlog is told to wait, in seconds (`Retry-After`). */
 export const BACKLOG_RETRY_AFTER_S = 2;
@@ -196,10 +195,10 @@ export class Outbox {
   /**
    * The count of pending intents when it exceeds `max_pending`, else null (admission, issue 12
    * §3: the backlog stays bounded because calls that would add to it are refused). The count is
-   * at most {@link PENDING_COUNT_TTL_MS} old and shared by concurrent callers.
+   * at most `count_ttl_ms` old and shared by concurrent callers.
    */
   async backlog(): Promise<{ pending: number; max_pending: number } | null> {
-    const fresh = this.pending && Date.now() - this.pending.at_ms < PENDING_COUNT_TTL_MS ? this.pending.count : null;
+    const fresh = this.pending && Date.now() - this.pending.at_ms < this.settings.count_ttl_ms ? this.pending.count : null;
     const count = fresh ?? (await this.countPending());
     return count > this.settings.max_pending ? { pending: count, max_pending: this.settings.max_pending } : null;
   }
