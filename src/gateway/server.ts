@@ -18,7 +18,7 @@ import { startClearingServer, type RunningClearing } from '../clearing/server.ts
 import { isLoopback } from '../http/access.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
-import { runtimeFor } from '../runtimes/index.ts';
+import { createRuntimes } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused, clearingTimeoutsFromEnv, type ClearingTimeouts } from './clearing.ts';
 import { createGatewayApp, type GatewayAppExtension } from './app.ts';
 import { closeStrandedApprovals } from './decisions.ts';
@@ -251,8 +251,10 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   if (!options.extend) await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 
   const outbox = new Outbox(db, clearing, logger, { ...outboxSettingsFromEnv(), ...options.outbox });
+  const runtimes = createRuntimes();
+  closers.push(runtimes.close);
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
-  const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: (kind) => runtimeFor(kind), logger, gateway_id });
+  const gateway = new Gateway({ db, registry, clearing, outbox, runtimeFor: runtimes.runtimeFor, logger, gateway_id });
   await gateway.loadStats();
   await closeInterrupted(database, outbox);
   await closeStrandedApprovals(db);
