@@ -146,3 +146,33 @@ test('two outboxes on one database post each of 120 intents exactly once, each s
   const statuses: Array<{ status: string; n: unknown }> = await first.knex('gateway_settlement_intents').select('status').count({ n: '*' }).groupBy('status');
   assert.deepEqual(statuses.map((row) => [row.status, Number(row.n)]), [['posted', 2 * RECEIPTS]]);
 });
+
+test("intents claimed by another poster are left alone until the claim's lease passes, then posted (a crashed claimer's rows come back)", async () => {
+  const standIn = await startStandIn();
+  const store = await freshStore();
+  const database = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') });
+  cleanup.push(async () => {
+    standIn.server.close();
+    await database.close();
+    await rm(store.db, { recursive: true, force: true });
+  });
+  const outbox = new Outbox(database.knex, new ClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS });
+  await database.knex.transaction(async (trx) => {
+    await trx('gateway_receipts').insert({ id: 'r1', root_mandate: 'p/m', status: 'succeeded', document: '{}' });
+    await outbox.write(trx, [
+      { operation: 'settle', receipt: 'r1', body: { txnId: 'settle:r1', caller: 'p', owner: 'a', rate: 1, retail: 1, ref: 'r1' } },
+      { operation: 'release-hold', receipt: 'r1', body: { holdId: 'hold:r1', reason: 'call settled' } },
+    ]);
+  });
+  const intents = () => database.knex('gateway_settlement_intents').where({ receipt: 'r1' });
+  // A poster that claimed both and then crashed: its lease runs for another hour.
+  await intents().update({ claimed_until: database.knex.raw(`clock_timestamp() + interval '1 hour'`) });
+  outbox.postReceipt('r1');
+  await outbox.drain();
+  assert.deepEqual(standIn.posts, []);
+  // The lease has passed.
+  await intents().update({ claimed_until: database.knex.raw(`clock_timestamp() - interval '1 second'`) });
+  await outbox.drain();
+  assert.deepEqual(standIn.posts, ['settle settle:r1', 'release hold:r1']);
+  assert.deepEqual((await intents().orderBy('seq').select('status', 'claimed_until')).map((row) => [row.status, row.claimed_until]), [['posted', null], ['posted', null]]);
+});

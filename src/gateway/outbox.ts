@@ -73,11 +73,12 @@ export interface OutboxSettings {
 }
 
 /**
- * The defaults. The lease (2 minutes) outlasts the posts of one receipt at the default clearing
- * timeouts (5 s connect + 15 s request, a few intents per receipt); a lease that runs out during
- * a slow post only lets a second poster repeat an idempotent post.
+ * The defaults. The lease (30 s) is how long the intents of a crashed poster wait, its own
+ * restart included; it outlasts one post at the default clearing timeouts (5 s connect + 15 s
+ * request). A lease that runs out during a slower receipt only lets a second poster repeat an
+ * idempotent post.
  */
-export const DEFAULT_OUTBOX: OutboxSettings = { retry: DEFAULT_RETRY, poll_ms: 2_000, batch: 200, concurrency: 16, lease_ms: 120_000, max_pending: 10_000, count_ttl_ms: 1_000 };
+export const DEFAULT_OUTBOX: OutboxSettings = { retry: DEFAULT_RETRY, poll_ms: 2_000, batch: 200, concurrency: 16, lease_ms: 30_000, max_pending: 10_000, count_ttl_ms: 1_000 };
 
 /** The most `HOLON_OUTBOX_MAX_PENDING` may be. */
 export const MAX_OUTBOX_PENDING = 1_000_000;
