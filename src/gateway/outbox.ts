@@ -154,7 +154,7 @@ export class Outbox {
       return;
     }
     const posting: Promise<void> = this.claimReceipt(receipt)
-      .then((rows) => this.postGroup(rows))
+      .then(({ rows, all_settlements }) => this.postGroup(rows, all_settlements))
       .catch((error) => this.logger.error({ err: error, receipt }, 'posting a settlement failed'))
       .finally(() => this.immediate.delete(posting));
     this.immediate.add(posting);
@@ -218,18 +218,25 @@ export class Outbox {
     return this.counting;
   }
 
-  /** The lease a claim sets: `claimed_until = now + lease_ms`. */
-  private lease(): Knex.Raw {
-    return this.db.raw(`clock_timestamp() + (? * interval '1 millisecond')`, [this.settings.lease_ms]);
-  }
-
-  /** Claims the unclaimed pending intents of one receipt, in the order they were written. */
-  private async claimReceipt(receipt: string): Promise<Row[]> {
-    const rows: Row[] = await this.db('gateway_settlement_intents')
-      .where({ receipt, status: 'pending' })
-      .andWhere((q) => q.whereNull('claimed_until').orWhere('claimed_until', '<', this.db.raw('clock_timestamp()')))
-      .update({ claimed_until: this.lease() }, '*');
-    return rows.sort((a, b) => Number(a.seq) - Number(b.seq));
+  /**
+   * Claims the unclaimed pending intents of one receipt, in the order they were written;
+   * `all_settlements` when they include every pending settlement of the receipt (counted in the
+   * same statement), so its release needs no further check once they are posted.
+   */
+  private async claimReceipt(receipt: string): Promise<{ rows: Row[]; all_settlements: boolean }> {
+    const { rows } = await this.db.raw(
+      `WITH claimed AS (
+         UPDATE gateway_settlement_intents SET claimed_until = clock_timestamp() + (? * interval '1 millisecond')
+         WHERE receipt = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+         RETURNING *)
+       SELECT claimed.*, (SELECT count(*) FROM gateway_settlement_intents
+                           WHERE receipt = ? AND operation = 'settle' AND status = 'pending')::int AS settlements_pending
+       FROM claimed`,
+      [this.settings.lease_ms, receipt, receipt],
+    );
+    const claimed = (rows as Row[]).sort((a, b) => Number(a.seq) - Number(b.seq));
+    const settlements = claimed.filter((row) => row.operation === 'settle').length;
+    return { rows: claimed, all_settlements: claimed.length > 0 && int(claimed[0].settlements_pending) === settlements };
   }
 
   /**
@@ -270,13 +277,14 @@ export class Outbox {
 
   /**
    * Posts the claimed intents of one receipt in order. A release goes only when no settlement of
-   * its call is pending any more (one failing here, or one this poster did not claim); otherwise
-   * its claim is given back and it waits for a later pass.
+   * its call is pending any more (one failing here, or one this poster did not claim: checked
+   * unless `all_settlements` says every pending one is in `rows`); otherwise its claim is given
+   * back and it waits for a later pass.
    */
-  private async postGroup(rows: Row[]): Promise<void> {
+  private async postGroup(rows: Row[], all_settlements = false): Promise<void> {
     let unsettled = false;
     for (const row of rows) {
-      if (row.operation === 'release-hold' && (unsettled || (await this.settlementPending(row.receipt)))) {
+      if (row.operation === 'release-hold' && (unsettled || (!all_settlements && (await this.settlementPending(row.receipt))))) {
         await this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ claimed_until: null });
         continue;
       }
