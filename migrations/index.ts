@@ -10,6 +10,7 @@ import * as gatewayHardening from './004_gateway_hardening.ts';
 import * as clearingWritePath from './005_clearing_write_path.ts';
 import * as hosted from './006_hosted.ts';
 import * as gatewayProcesses from './007_gateway_processes.ts';
+import * as outboxClaims from './008_outbox_claims.ts';
 import * as endpointCredentials from './010_endpoint_credentials.ts';
 import * as publishing from './011_publishing.ts';
 import * as filesEvaluations from './012_files_evaluations.ts';
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '005_clearing_write_path': clearingWritePath,
   '006_hosted': hosted,
   '007_gateway_processes': gatewayProcesses,
+  '008_outbox_claims': outboxClaims,
   '010_endpoint_credentials': endpointCredentials,
   '011_publishing': publishing,
   '012_files_evaluations': filesEvaluations,

@@ -15,6 +15,10 @@ const CALLS = 25;
 let gw: TestGateway;
 before(async () => {
   gw = await startTestGateway();
+  // The agent's module is imported by its first run: a cold import under load can outlast the
+  // 1 s hard timeout, and a timed-out run's released hold would admit one more caller.
+  const warm = await gw.mandate({}, 100_000);
+  assert.equal((await gw.call({ mandate: warm.id, agent: 'gt/unit', input: { units: 2 }, max_cost: '0.02' })).status, 200);
 });
 after(() => gw?.close());
 

@@ -47,7 +47,7 @@ async function walk(key: string, query: Record<string, string>): Promise<string[
   const pages: string[][] = [];
   let cursor: string | null = null;
   do {
-    const response = await page(key, cursor === null ? query : { ...query, cursor }).expect(200);
+    const response: { body: { receipts: Array<{ id: string }>; next_cursor: string | null } } = await page(key, cursor === null ? query : { ...query, cursor }).expect(200);
     pages.push(ids(response));
     cursor = response.body.next_cursor;
   } while (cursor !== null);

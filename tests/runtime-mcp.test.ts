@@ -12,7 +12,10 @@ let server: TestMcpServer;
 before(async () => {
   server = await startMcpServer(() => answer());
 });
-after(() => server.close());
+after(async () => {
+  await runtime.close();
+  await server.close();
+});
 
 const runtime = createMcpRuntime();
 const target = () => remoteTarget('mcp', `${server.url}/mcp`, 'echo');
@@ -87,11 +90,50 @@ test("the author's credential is sent as a Bearer token on every request, and no
   }
 });
 
-test('one connection per call: the session is ended (DELETE) after the call', async () => {
+test('sessions are kept: a second call is one tools/call on the same session; closing the runtime ends it (DELETE)', async () => {
+  const own = createMcpRuntime();
+  const run = () => own.run(runRequest(target(), { input: { q: 1 } }));
+  answer = () => ({ content: [], structuredContent: { ok: true } });
+  const first = server.received.length;
+  assert.equal((await run()).kind, 'output');
+  const opened = server.received.slice(first);
+  assert.deepEqual(opened.filter((r) => r.method === 'POST').map((r) => JSON.parse(r.body).method), ['initialize', 'notifications/initialized', 'tools/call']);
+  const session = opened.at(-1)!.headers['mcp-session-id'];
+  const second = server.received.length;
+  assert.equal((await run()).kind, 'output');
+  const reused = server.received.slice(second).filter((r) => r.method === 'POST');
+  assert.deepEqual(reused.map((r) => [JSON.parse(r.body).method, r.headers['mcp-session-id']]), [['tools/call', session]]);
+  const closing = server.received.length;
+  await own.close();
+  assert.deepEqual(server.received.slice(closing).map((r) => [r.method, r.headers['mcp-session-id']]), [['DELETE', session]]);
+});
+
+test('concurrent calls each get a session of their own, kept afterwards', async () => {
+  const own = createMcpRuntime();
+  answer = () => ({ content: [], structuredContent: { ok: true } });
   const before = server.received.length;
-  await callWith({ content: [], structuredContent: {} });
-  const methods = server.received.slice(before).map((r) => r.method);
-  assert.equal(methods.at(-1), 'DELETE');
+  const outcomes = await Promise.all(Array.from({ length: 3 }, () => own.run(runRequest(target(), { input: { q: 1 } }))));
+  assert.deepEqual(outcomes.map((o) => o.kind), ['output', 'output', 'output']);
+  const initializes = server.received.slice(before).filter((r) => r.method === 'POST' && JSON.parse(r.body).method === 'initialize');
+  assert.equal(initializes.length, 3);
+  const later = server.received.length;
+  await Promise.all(Array.from({ length: 3 }, () => own.run(runRequest(target(), { input: { q: 1 } }))));
+  assert.deepEqual(server.received.slice(later).filter((r) => r.method === 'POST').map((r) => JSON.parse(r.body).method), ['tools/call', 'tools/call', 'tools/call']);
+  await own.close();
+});
+
+test('a kept session the server forgot (404) is replaced: the call is sent once more on a new session', async () => {
+  const own = createMcpRuntime();
+  answer = () => ({ content: [], structuredContent: { n: server.calls.length } });
+  assert.equal((await own.run(runRequest(target(), { input: { q: 1 } }))).kind, 'output');
+  server.forgetSessions();
+  const calls = server.calls.length;
+  const before = server.received.length;
+  const outcome = await own.run(runRequest(target(), { input: { q: 2 } }));
+  assert.deepEqual(outcome, { kind: 'output', output: { n: calls + 1 }, units: null, quote: null });
+  assert.equal(server.calls.length, calls + 1, 'the tool ran once');
+  assert.deepEqual(server.received.slice(before).filter((r) => r.method === 'POST').map((r) => JSON.parse(r.body).method), ['tools/call', 'initialize', 'notifications/initialized', 'tools/call']);
+  await own.close();
 });
 
 test('the hard timeout cancels the call: the tool receives notifications/cancelled and its signal aborts', async () => {
@@ -109,7 +151,8 @@ test('the hard timeout cancels the call: the tool receives notifications/cancell
   const call = server.calls.at(-1)!;
   await abortedOf(call.signal);
   const messages = server.messages.slice(first);
-  const callRequest = messages.find((m) => 'method' in m && m.method === 'tools/call') as { id: number };
+  // The last one: a kept session the server had forgotten answers 404 first, and the call goes on a new session.
+  const callRequest = messages.filter((m) => 'method' in m && m.method === 'tools/call').at(-1) as { id: number };
   const cancelled = messages.filter((m) => 'method' in m && m.method === 'notifications/cancelled').map((m) => (m as unknown as { params: { requestId: unknown } }).params.requestId);
   // Only the in-flight tools/call: initialize (id 0) MUST NOT be cancelled (MCP 2025-11-25, cancellation).
   assert.deepEqual(cancelled, [callRequest.id]);

@@ -15,8 +15,9 @@
  * Environment: `BENCH_SECONDS` (10) measured and `BENCH_WARMUP_SECONDS` (1) unmeasured seconds
  * per cell, `BENCH_CLIENTS` (`1,16`), `BENCH_PORT_BASE` (4440: the agent listens on it, the
  * gateway on the next port), `BENCH_CPU_PROF_DIR` a directory for a V8 CPU profile of the gateway,
- * `BENCH_OUT` a JSON path. The last line of a run is
- * `gateway_overhead_p50_ms_1=… gateway_overhead_p99_ms_1=… gateway_overhead_p50_ms_16=… gateway_overhead_p99_ms_16=… billed_calls_per_s_16=…`.
+ * `BENCH_OUT` a JSON path. After each gateway cell, the settlement lag of its calls (receipt written
+ * → settlement applied at the binding, issue 12 §3) is read from Postgres. The last line of a run is
+ * `gateway_overhead_p50_ms_1=… gateway_overhead_p99_ms_1=… gateway_overhead_p50_ms_16=… gateway_overhead_p99_ms_16=… billed_calls_per_s_16=… settlement_lag_p50_ms_16=… settlement_lag_p99_ms_16=…`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -91,6 +92,45 @@ function manifest(endpoint: string): string {
   ].join('\n');
 }
 
+/** How long the benchmark waits after a gateway cell for its settlements to be applied, in ms. */
+const SETTLE_WAIT_MS = 60_000;
+
+/** Settlement lag of a cell (issue 12 §3): receipt written → settlement applied at the binding, in ms. */
+interface SettlementLag {
+  settlements: number;
+  p50_ms: number;
+  p99_ms: number;
+  /** Settlements of the cell still not applied after {@link SETTLE_WAIT_MS}. */
+  unapplied: number;
+}
+
+/** The database's clock now (lags are measured on it alone). */
+async function dbNow(db: pg.Client): Promise<string> {
+  return (await db.query('SELECT clock_timestamp()::text AS now')).rows[0].now as string;
+}
+
+/**
+ * The lag of every settlement whose intent was written since `from`: from the intent's row
+ * (written in the receipt's transaction) to the binding's transaction row (written when the
+ * settle was applied), both `clock_timestamp()` on the one Postgres the gateway and its
+ * in-process binding share. Waits up to {@link SETTLE_WAIT_MS} for pending ones first.
+ */
+async function settlementLag(db: pg.Client, from: string): Promise<SettlementLag> {
+  const pendingSql = `SELECT count(*)::int AS n FROM gateway_settlement_intents WHERE operation = 'settle' AND status = 'pending' AND created_at >= $1`;
+  const deadline = Date.now() + SETTLE_WAIT_MS;
+  while ((await db.query(pendingSql, [from])).rows[0].n > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  const { rows } = await db.query(
+    `SELECT count(*)::int AS settlements,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY lag_ms) AS p50_ms,
+            percentile_cont(0.99) WITHIN GROUP (ORDER BY lag_ms) AS p99_ms
+       FROM (SELECT extract(epoch FROM (t.created_at - i.created_at)) * 1000 AS lag_ms
+               FROM gateway_settlement_intents i JOIN clearing_transactions t ON t.txn_id = i.body->>'txnId'
+              WHERE i.operation = 'settle' AND i.created_at >= $1) AS lags`,
+    [from],
+  );
+  return { settlements: rows[0].settlements, p50_ms: Number(rows[0].p50_ms), p99_ms: Number(rows[0].p99_ms), unapplied: (await db.query(pendingSql, [from])).rows[0].n };
+}
+
 /** Formats a number with `digits` decimals, or a dash. */
 const fixed = (value: number | undefined, digits: number) => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
 
@@ -144,21 +184,24 @@ async function main(): Promise<void> {
       postgresPids: async () => (await monitor.query('select pid from pg_stat_activity')).rows.map((r) => Number(r.pid)),
     };
     console.log(`# gateway benchmark: ${JSON.stringify({ cpus: os.availableParallelism(), node: process.version, loadavg: os.loadavg().map((l) => Number(l.toFixed(2))), seconds, warmup_s })}`);
-    const rows: Array<CellResult & { path: string }> = [];
+    const rows: Array<CellResult & { path: string; lag?: SettlementLag }> = [];
     for (const clients of clientCounts) {
       for (const [name, op] of [['gateway', viaGateway], ['direct', direct]] as const) {
+        const from = await dbNow(monitor);
         const result = await runCell(clients, seconds, warmup_s, op, subjects);
-        console.log(`${name} clients=${clients}: ${result.ops_per_s.toFixed(0)}/s p50 ${result.p50_ms.toFixed(2)} ms p99 ${result.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(result.cpu)}`);
-        rows.push({ path: name, ...result });
+        const lag = name === 'gateway' ? await settlementLag(monitor, from) : undefined;
+        console.log(`${name} clients=${clients}: ${result.ops_per_s.toFixed(0)}/s p50 ${result.p50_ms.toFixed(2)} ms p99 ${result.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(result.cpu)}${lag ? ` settlement lag ${JSON.stringify(lag)}` : ''}`);
+        rows.push({ path: name, ...result, lag });
       }
     }
     http.close();
-    console.log('\n| path | clients | calls/s | p50 ms | p99 ms | CPU ms/call gateway | postgres | bench (clients, agent) | CPU other (cores) |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    await runtime.close();
+    console.log('\n| path | clients | calls/s | p50 ms | p99 ms | settlement lag p50 ms | p99 ms | CPU ms/call gateway | postgres | bench (clients, agent) | CPU other (cores) |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     const perCall = (cores: number | undefined, r: CellResult) => (cores === undefined ? undefined : (cores * 1000) / r.ops_per_s);
     for (const r of rows) {
       console.log(
-        `| ${r.path} | ${r.clients} | ${fixed(r.ops_per_s, 0)} | ${fixed(r.p50_ms, 2)} | ${fixed(r.p99_ms, 2)} | ${fixed(perCall(r.cpu?.binding, r), 2)} | ` +
+        `| ${r.path} | ${r.clients} | ${fixed(r.ops_per_s, 0)} | ${fixed(r.p50_ms, 2)} | ${fixed(r.p99_ms, 2)} | ${fixed(r.lag?.p50_ms, 1)} | ${fixed(r.lag?.p99_ms, 1)} | ${fixed(perCall(r.cpu?.binding, r), 2)} | ` +
           `${fixed(perCall(r.cpu?.postgres, r), 2)} | ${fixed(perCall(r.cpu?.bench, r), 2)} | ${fixed(r.cpu?.other, 2)} |`,
       );
     }
@@ -171,7 +214,8 @@ async function main(): Promise<void> {
     console.log(
       `\ngateway_overhead_p50_ms_1=${fixed(overhead(1, 'p50_ms'), 2)} gateway_overhead_p99_ms_1=${fixed(overhead(1, 'p99_ms'), 2)} ` +
         `gateway_overhead_p50_ms_16=${fixed(overhead(16, 'p50_ms'), 2)} gateway_overhead_p99_ms_16=${fixed(overhead(16, 'p99_ms'), 2)} ` +
-        `billed_calls_per_s_16=${fixed(cellOf('gateway', 16)?.ops_per_s, 0)}`,
+        `billed_calls_per_s_16=${fixed(cellOf('gateway', 16)?.ops_per_s, 0)} ` +
+        `settlement_lag_p50_ms_16=${fixed(cellOf('gateway', 16)?.lag?.p50_ms, 1)} settlement_lag_p99_ms_16=${fixed(cellOf('gateway', 16)?.lag?.p99_ms, 1)}`,
     );
     if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ rows }, null, 2));
   } finally {

@@ -72,6 +72,7 @@ export interface GatewayAppExtension {
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`. */
 export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
   ctx.status = result.http;
+  if (result.retry_after_s !== undefined) ctx.set('Retry-After', String(result.retry_after_s));
   const receipt = await gateway.tree(result.receipt);
   if (result.http === 200) return { output: result.output, receipt };
   if (result.http === 202) return { approval: approvalView(result.approval!, currency), receipt };

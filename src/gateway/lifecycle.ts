@@ -23,7 +23,7 @@ import { rankingRate, readMeasured } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type StoredMandate } from './mandates.ts';
-import type { Intent, Outbox } from './outbox.ts';
+import { BACKLOG_RETRY_AFTER_S, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
 import { costView, nextReceiptId, now, readReceipt, saveReceipt, treeOf, type Receipt, type ReceiptTree, type RunningOwner } from './receipts.ts';
 
@@ -56,6 +56,8 @@ export interface CallResult {
   approval?: ApprovalRow;
   /** What the payer paid for this call and its passthrough downstream calls. */
   total_micros: Micros;
+  /** Seconds the caller should wait before trying again (`Retry-After`), on a 503 that will pass. */
+  retry_after_s?: number;
 }
 
 /**
@@ -130,6 +132,7 @@ class Stop extends Error {
     readonly http: CallResult['http'],
     readonly code: string,
     message: string,
+    readonly retry_after_s?: number,
   ) {
     super(message);
   }
@@ -223,7 +226,7 @@ export class Gateway {
     call.receipt.error = { code: stop.code, message: stop.message };
     call.receipt.duration_ms = Date.now() - call.started_ms;
     await this.deps.db.transaction((trx) => this.writeReceipt(trx, call, stop.http));
-    return { http: stop.http, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
+    return { http: stop.http, receipt: call.receipt, error: call.receipt.error, total_micros: 0, ...(stop.retry_after_s === undefined ? {} : { retry_after_s: stop.retry_after_s }) };
   }
 
   private rootMandate(call: Call): string {
@@ -399,6 +402,7 @@ export class Gateway {
     const worst = call.worst!;
     const parent = call.options.parent;
     const holdId = parent?.mode === 'passthrough' || worst.worst_case_micros === 0 ? null : `hold:${this.work(call.id)}`;
+    if (worst.worst_case_micros > 0) await this.refuseOverBacklog();
 
     let sub: StoredMandate | null = null;
     let subDocument: Record<string, any> | null = null;
@@ -454,6 +458,23 @@ export class Gateway {
   }
 
   /**
+   * Issue 12 §3: a call that may be charged adds settlement intents; while more than the outbox's
+   * `max_pending` are waiting to be posted, it is refused 503 `settlement_backlog` with
+   * `Retry-After`, before anything is reserved, so the backlog stays bounded under any load.
+   */
+  private async refuseOverBacklog(): Promise<void> {
+    const backlog = await this.deps.outbox.backlog();
+    if (!backlog) return;
+    throw new Stop(
+      'failed',
+      503,
+      'settlement_backlog',
+      `${backlog.pending} settlements are waiting to be posted, more than the bound of ${backlog.max_pending} (HOLON_OUTBOX_MAX_PENDING); nothing was reserved or billed, try again in ${BACKLOG_RETRY_AFTER_S} s`,
+      BACKLOG_RETRY_AFTER_S,
+    );
+  }
+
+  /**
    * Releases a call's reservation and, through the outbox, its hold: nothing was billed.
    * `unknown_until`: whether open-hold took effect is unknown, and the hold would expire then.
    */
@@ -465,7 +486,7 @@ export class Gateway {
         await this.deps.outbox.write(trx, [{ operation: 'release-hold', receipt: call.id, body }]);
       }
     });
-    void this.deps.outbox.drain();
+    if (hold) this.deps.outbox.postReceipt(call.id);
   }
 
   /** §1 steps 5 to 8: run with the hard timeout, check output, settle, finalize the receipt. */
@@ -597,7 +618,7 @@ export class Gateway {
       this.deps.logger.error({ receipt: call.id }, 'a call finished after restart recovery closed it: its outcome is not billed');
       return { http: 502, receipt: closed, error: closed.error ?? undefined, total_micros: 0 };
     }
-    void this.deps.outbox.drain();
+    if (intents.length > 0) this.deps.outbox.postReceipt(call.id);
     return { http, receipt: call.receipt, output: result.output, error: result.error ?? undefined, total_micros };
   }
 

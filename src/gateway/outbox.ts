@@ -5,6 +5,18 @@
  * retried with a widening gap until the binding takes it, across restarts. A refusal (4xx) is a
  * fact and is not retried; an attempt still failing after `max_attempts` is abandoned with its
  * reason and kept, listed by `GET /v0/settlements?status=abandoned`.
+ *
+ * Keeping pace (issue 12 §3): a call's intents are posted as soon as its receipt's transaction
+ * commits ({@link Outbox.postReceipt}), not on the next poll. The poll is the retry path: it
+ * claims due intents in batches and posts them, several receipts at once. Several gateway
+ * processes may share one Postgres (issue 12 §4): an intent is posted by whoever holds its claim,
+ * a lease (`claimed_until`) taken with `FOR UPDATE SKIP LOCKED`, so two posters never post it at
+ * once, and the intents of a poster that crashed are claimable again once the lease has passed.
+ * Posting twice is harmless anyway (the binding is idempotent on the transaction id); the claim
+ * keeps it from happening.
+ *
+ * Order (issue 8 §1.2): a hold's release is posted only once its call has no pending settlement,
+ * so the binding never frees money that is about to be charged.
  */
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
@@ -43,20 +55,75 @@ export interface RetryPolicy {
 /** The default: 1 s, 2 s, 4 s … capped at 10 minutes, abandoned after 20 attempts (about two hours). */
 export const DEFAULT_RETRY: RetryPolicy = { base_ms: 1_000, max_ms: 600_000, max_attempts: 20 };
 
+/** How the outbox posts; every field is a bound, documented in the README ("Bounds"). */
+export interface OutboxSettings {
+  retry: RetryPolicy;
+  /** How often the retry path looks for due intents, in ms. */
+  poll_ms: number;
+  /** Intents claimed by one statement of the retry path. */
+  batch: number;
+  /** Receipts posted at once, by the retry path and (separately) right after their receipts. */
+  concurrency: number;
+  /** How long a claim lasts, in ms: past it, a claimer presumed crashed loses its intents to the next poster. */
+  lease_ms: number;
+  /** Pending intents above which a call that would reserve money is refused 503 `settlement_backlog` (`HOLON_OUTBOX_MAX_PENDING`). */
+  max_pending: number;
+  /** How long a count of pending intents is trusted before admission counts again, in ms. */
+  count_ttl_ms: number;
+}
+
+/**
+ * The defaults. The lease (30 s) is how long the intents of a crashed poster wait, its own
+ * restart included; it outlasts one post at the default clearing timeouts (5 s connect + 15 s
+ * request). A lease that runs out during a slower receipt only lets a second poster repeat an
+ * idempotent post.
+ */
+export const DEFAULT_OUTBOX: OutboxSettings = { retry: DEFAULT_RETRY, poll_ms: 2_000, batch: 200, concurrency: 16, lease_ms: 30_000, max_pending: 10_000, count_ttl_ms: 1_000 };
+
+/** The most `HOLON_OUTBOX_MAX_PENDING` may be. */
+export const MAX_OUTBOX_PENDING = 1_000_000;
+
+/** What a caller refused for a backlog is told to wait, in seconds (`Retry-After`). */
+export const BACKLOG_RETRY_AFTER_S = 2;
+
+/**
+ * `HOLON_OUTBOX_MAX_PENDING` (an integer from 1 to {@link MAX_OUTBOX_PENDING}), defaulting to
+ * {@link DEFAULT_OUTBOX}. Throws an Error naming the variable and the bound otherwise.
+ */
+export function outboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<OutboxSettings> {
+  const text = env.HOLON_OUTBOX_MAX_PENDING;
+  if (text === undefined || text === '') return {};
+  const value = /^\d{1,7}$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (!Number.isInteger(value) || value < 1 || value > MAX_OUTBOX_PENDING) {
+    throw new Error(`HOLON_OUTBOX_MAX_PENDING must be an integer from 1 to ${MAX_OUTBOX_PENDING}, not ${JSON.stringify(text)}`);
+  }
+  return { max_pending: value };
+}
+
 const keyOf = (intent: Intent) => (intent.operation === 'settle' ? intent.body.txnId : `release:${intent.body.holdId}`);
+
+/** A claimed intent row. */
+type Row = Record<string, any>;
 
 /** The outbox of one gateway: writes intents inside a caller's transaction and posts them after. */
 export class Outbox {
+  private readonly settings: OutboxSettings;
   private draining: Promise<void> | null = null;
   private again = false;
   private timer: NodeJS.Timeout | null = null;
+  /** Posts started right after a receipt, at most `concurrency` at once. */
+  private readonly immediate = new Set<Promise<void>>();
+  private pending: { count: number; at_ms: number } | null = null;
+  private counting: Promise<number> | null = null;
 
   constructor(
     private readonly db: Knex,
     private readonly clearing: ClearingPort,
     private readonly logger: Logger,
-    private readonly retry: RetryPolicy = DEFAULT_RETRY,
-  ) {}
+    settings: Partial<OutboxSettings> = {},
+  ) {
+    this.settings = { ...DEFAULT_OUTBOX, ...settings };
+  }
 
   /** Writes intents in `trx` (the receipt's transaction). Idempotent on their keys. */
   async write(trx: Knex.Transaction, intents: readonly Intent[]): Promise<void> {
@@ -76,16 +143,34 @@ export class Outbox {
       .ignore();
   }
 
-  /** Posts every due intent now (coalescing concurrent requests); resolves when this pass is done. */
+  /**
+   * Posts the pending intents of `receipt` now; call it once their transaction has committed.
+   * Never throws (a failure stays pending for the retry path). When `concurrency` such posts are
+   * already in flight, it leaves them to a pass of the retry path, started at once.
+   */
+  postReceipt(receipt: string): void {
+    if (this.immediate.size >= this.settings.concurrency) {
+      void this.drain().catch((error) => this.logger.error({ err: error }, 'settlement pass failed'));
+      return;
+    }
+    const posting: Promise<void> = this.claimReceipt(receipt)
+      .then(({ rows, all_settlements }) => this.postGroup(rows, all_settlements))
+      .catch((error) => this.logger.error({ err: error, receipt }, 'posting a settlement failed'))
+      .finally(() => this.immediate.delete(posting));
+    this.immediate.add(posting);
+  }
+
+  /** Waits for the posts in flight, then posts every due intent (coalescing concurrent requests); resolves when done. */
   drain(): Promise<void> {
     if (this.draining) {
       this.again = true;
       return this.draining;
     }
     this.draining = (async () => {
+      await Promise.all(this.immediate);
       do {
         this.again = false;
-        await this.pass();
+        while ((await this.pass()) === this.settings.batch);
       } while (this.again);
     })().finally(() => {
       this.draining = null;
@@ -93,63 +178,147 @@ export class Outbox {
     return this.draining;
   }
 
-  /** Starts posting due intents every `interval_ms` (retries across restarts start here). */
-  start(interval_ms = 2_000): void {
-    this.timer = setInterval(() => void this.drain().catch((error) => this.logger.error({ err: error }, 'settlement pass failed')), interval_ms);
+  /** Starts posting due intents every `poll_ms` (retries across restarts start here). */
+  start(): void {
+    const drain = () => void this.drain().catch((error) => this.logger.error({ err: error }, 'settlement pass failed'));
+    this.timer = setInterval(drain, this.settings.poll_ms);
     this.timer.unref();
-    void this.drain().catch((error) => this.logger.error({ err: error }, 'settlement pass failed'));
+    drain();
   }
 
-  /** Stops the timer and waits for a pass in progress. */
+  /** Stops the timer and waits for the posts and the pass in progress. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    await Promise.all(this.immediate);
     await this.draining;
   }
 
   /**
-   * Posts up to 100 due intents in the order they were written (`seq`, never a timestamp). A
-   * hold's release waits for every settlement of its call: it is skipped while one is still
-   * pending (waiting for a retry, or failing in this pass), so the binding never frees money
-   * that is about to be charged (issue 8 §1.2). A settlement abandoned for good lets it go.
+   * The count of pending intents when it exceeds `max_pending`, else null (admission, issue 12
+   * §3: the backlog stays bounded because calls that would add to it are refused). The count is
+   * at most `count_ttl_ms` old and shared by concurrent callers.
    */
-  private async pass(): Promise<void> {
-    const due = await this.db('gateway_settlement_intents as i')
-      .where('i.status', 'pending')
-      .andWhere('i.next_attempt_at', '<=', this.db.raw('clock_timestamp()'))
-      .whereRaw(
-        `NOT (i.operation = 'release-hold' AND EXISTS (SELECT 1 FROM gateway_settlement_intents s
-           WHERE s.receipt = i.receipt AND s.operation = 'settle' AND s.status = 'pending' AND s.next_attempt_at > clock_timestamp()))`,
-      )
-      .orderBy('i.seq')
-      .limit(100)
-      .select('i.*');
-    const unsettled = new Set<string>();
-    for (const row of due) {
-      if (row.operation === 'release-hold' && unsettled.has(row.receipt)) continue;
-      if (!(await this.post(row)) && row.operation === 'settle') unsettled.add(row.receipt);
+  async backlog(): Promise<{ pending: number; max_pending: number } | null> {
+    const fresh = this.pending && Date.now() - this.pending.at_ms < this.settings.count_ttl_ms ? this.pending.count : null;
+    const count = fresh ?? (await this.countPending());
+    return count > this.settings.max_pending ? { pending: count, max_pending: this.settings.max_pending } : null;
+  }
+
+  private countPending(): Promise<number> {
+    this.counting ??= (async () => {
+      try {
+        const row = await this.db('gateway_settlement_intents').where({ status: 'pending' }).count({ n: '*' }).first();
+        const count = int(row?.n);
+        this.pending = { count, at_ms: Date.now() };
+        return count;
+      } finally {
+        this.counting = null;
+      }
+    })();
+    return this.counting;
+  }
+
+  /**
+   * Claims the unclaimed pending intents of one receipt, in the order they were written;
+   * `all_settlements` when they include every pending settlement of the receipt (counted in the
+   * same statement), so its release needs no further check once they are posted.
+   */
+  private async claimReceipt(receipt: string): Promise<{ rows: Row[]; all_settlements: boolean }> {
+    const { rows } = await this.db.raw(
+      `WITH claimed AS (
+         UPDATE gateway_settlement_intents SET claimed_until = clock_timestamp() + (? * interval '1 millisecond')
+         WHERE receipt = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+         RETURNING *)
+       SELECT claimed.*, (SELECT count(*) FROM gateway_settlement_intents
+                           WHERE receipt = ? AND operation = 'settle' AND status = 'pending')::int AS settlements_pending
+       FROM claimed`,
+      [this.settings.lease_ms, receipt, receipt],
+    );
+    const claimed = (rows as Row[]).sort((a, b) => Number(a.seq) - Number(b.seq));
+    const settlements = claimed.filter((row) => row.operation === 'settle').length;
+    return { rows: claimed, all_settlements: claimed.length > 0 && int(claimed[0].settlements_pending) === settlements };
+  }
+
+  /**
+   * One pass of the retry path: claims up to `batch` due, unclaimed intents in `seq` order (rows
+   * another poster is claiming right now are skipped, not waited for), then posts them, at most
+   * `concurrency` receipts at once, each receipt's intents in order. A release whose call still
+   * has a settlement waiting for a retry or claimed by another poster is not claimed. Answers
+   * how many intents it claimed.
+   */
+  private async pass(): Promise<number> {
+    const { rows } = await this.db.raw(
+      `UPDATE gateway_settlement_intents SET claimed_until = clock_timestamp() + (? * interval '1 millisecond')
+       WHERE txn_id IN (
+         SELECT i.txn_id FROM gateway_settlement_intents i
+         WHERE i.status = 'pending' AND i.next_attempt_at <= clock_timestamp()
+           AND (i.claimed_until IS NULL OR i.claimed_until < clock_timestamp())
+           AND NOT (i.operation = 'release-hold' AND EXISTS (
+             SELECT 1 FROM gateway_settlement_intents s
+             WHERE s.receipt = i.receipt AND s.operation = 'settle' AND s.status = 'pending'
+               AND (s.next_attempt_at > clock_timestamp() OR s.claimed_until >= clock_timestamp())))
+         ORDER BY i.seq LIMIT ? FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      [this.settings.lease_ms, this.settings.batch],
+    );
+    const groups = new Map<string, Row[]>();
+    for (const row of (rows as Row[]).sort((a, b) => Number(a.seq) - Number(b.seq))) {
+      const group = groups.get(row.receipt);
+      if (group) group.push(row);
+      else groups.set(row.receipt, [row]);
+    }
+    const queue = [...groups.values()];
+    const worker = async () => {
+      for (let group = queue.shift(); group; group = queue.shift()) await this.postGroup(group);
+    };
+    await Promise.all(Array.from({ length: Math.min(this.settings.concurrency, queue.length) }, worker));
+    return rows.length;
+  }
+
+  /**
+   * Posts the claimed intents of one receipt in order. A release goes only when no settlement of
+   * its call is pending any more (one failing here, or one this poster did not claim: checked
+   * unless `all_settlements` says every pending one is in `rows`); otherwise its claim is given
+   * back and it waits for a later pass.
+   */
+  private async postGroup(rows: Row[], all_settlements = false): Promise<void> {
+    let unsettled = false;
+    for (const row of rows) {
+      if (row.operation === 'release-hold' && (unsettled || (!all_settlements && (await this.settlementPending(row.receipt))))) {
+        await this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ claimed_until: null });
+        continue;
+      }
+      if (!(await this.post(row)) && row.operation === 'settle') unsettled = true;
     }
   }
 
+  /** Whether a settlement of `receipt` is still pending. */
+  private async settlementPending(receipt: string): Promise<boolean> {
+    return (await this.db('gateway_settlement_intents').where({ receipt, operation: 'settle', status: 'pending' }).first('txn_id')) !== undefined;
+  }
+
   /** Posts one intent; true when it is done with (posted, or abandoned at a refusal), false when it stays pending. */
-  private async post(row: Record<string, any>): Promise<boolean> {
+  private async post(row: Row): Promise<boolean> {
     const body = typeof row.body === 'string' ? JSON.parse(row.body) : row.body;
     const attempts = int(row.attempts) + 1;
+    const done = (last_error: string | null) =>
+      this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ status: 'posted', attempts, posted_at: this.db.raw('clock_timestamp()'), last_error, next_attempt_at: null, claimed_until: null });
     try {
       if (row.operation === 'settle') await this.clearing.settle(body);
       else await this.clearing.releaseHold(body.holdId, body.reason);
-      await this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ status: 'posted', attempts, posted_at: this.db.raw('clock_timestamp()'), last_error: null, next_attempt_at: null });
+      await done(null);
       return true;
     } catch (error) {
       const message = (error as Error).message;
       const noSuchHold = row.operation === 'release-hold' && error instanceof ClearingRefused && error.status === 404;
       if (noSuchHold && !this.mayStillOpen(body)) {
         // The hold never came to exist: there is nothing to release, and nothing is left open.
-        await this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ status: 'posted', attempts, posted_at: this.db.raw('clock_timestamp()'), last_error: `nothing to release: ${message}`, next_attempt_at: null });
+        await done(`nothing to release: ${message}`);
         return true;
       }
       const refused = error instanceof ClearingRefused && !noSuchHold;
-      const give_up = refused || attempts >= this.retry.max_attempts;
-      const delay_ms = Math.min(this.retry.base_ms * 2 ** (attempts - 1), this.retry.max_ms);
+      const give_up = refused || attempts >= this.settings.retry.max_attempts;
+      const delay_ms = Math.min(this.settings.retry.base_ms * 2 ** (attempts - 1), this.settings.retry.max_ms);
       this.logger.warn({ txn_id: row.txn_id, attempts, give_up }, message);
       await this.db('gateway_settlement_intents')
         .where({ txn_id: row.txn_id })
@@ -158,6 +327,7 @@ export class Outbox {
           attempts,
           last_error: give_up && !refused ? `abandoned after ${attempts} attempts: ${message}` : message,
           next_attempt_at: give_up ? null : new Date(Date.now() + delay_ms),
+          claimed_until: null,
         });
       return give_up;
     }

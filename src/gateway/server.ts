@@ -19,12 +19,12 @@ import { isLoopback } from '../http/access.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import type { Fetch } from '../runtimes/http.ts';
-import { runtimeFor } from '../runtimes/index.ts';
+import { createRuntimes } from '../runtimes/index.ts';
 import { ClearingPort, ClearingRefused, clearingTimeoutsFromEnv, type ClearingTimeouts } from './clearing.ts';
 import { createGatewayApp, type GatewayAppExtension } from './app.ts';
 import { Gateway, type GatewayDeps } from './lifecycle.ts';
 import { storeMandate } from './mandates.ts';
-import { Outbox } from './outbox.ts';
+import { Outbox, outboxSettingsFromEnv, type OutboxSettings } from './outbox.ts';
 import { leaseFromEnv, ProcessLease } from './processes.ts';
 import { recoverDead } from './recovery.ts';
 import { startAgentsHost } from './agents-host.ts';
@@ -87,6 +87,8 @@ export interface GatewayServerOptions {
   clearing_url?: string;
   /** Bounds on every clearing request (default: `HOLON_CLEARING_CONNECT_TIMEOUT_S`, `HOLON_CLEARING_TIMEOUT_S`, else 5 s and 15 s). */
   clearing_timeouts?: ClearingTimeouts;
+  /** How the outbox posts settlements (default: `DEFAULT_OUTBOX`, `max_pending` from `HOLON_OUTBOX_MAX_PENDING`). */
+  outbox?: Partial<OutboxSettings>;
   /** Directories of shipped agents (default `examples` and `agents`). */
   agent_dirs?: readonly string[];
   /** Agent ids left out (default: `HOLON_EXCLUDE`, else `holon-labs/summarize`). */
@@ -256,11 +258,16 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   // machine), and beating from now on.
   lease.start();
   closers.push(() => lease.end());
-  const outbox = new Outbox(db, clearing, logger);
+  const outbox = new Outbox(db, clearing, logger, { ...outboxSettingsFromEnv(), ...options.outbox });
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
+  // One set of runtimes per gateway (MCP sessions are kept across calls); published agents get their own, through the guarded client.
+  const runtimes = createRuntimes();
+  closers.push(runtimes.close);
   const published = options.published;
+  const publishedRuntimes = published ? createRuntimes({ fetch: published.fetch }) : null;
+  if (publishedRuntimes) closers.push(publishedRuntimes.close);
   const agents: AgentAccess = {
-    runtimeFor: (agent) => runtimeFor(agent.loaded.manifest.runtime.kind, agent.published && published ? { fetch: published.fetch } : {}),
+    runtimeFor: (agent) => (agent.published && publishedRuntimes ? publishedRuntimes : runtimes).runtimeFor(agent.loaded.manifest.runtime.kind),
     credentialFor: async (agent) => (agent.published && published ? published.credential(db, agent.loaded.manifest.id) : null),
   };
   const gateway = new Gateway({ db, registry, clearing, outbox, ...agents, logger, gateway_id, process_id: lease.id });

@@ -36,6 +36,27 @@ export function runtimeFor(kind: RuntimeKind, options: RuntimeOptions = {}): Run
   }
 }
 
+/** One runtime per kind, made once, so the `mcp` runtime's sessions are shared by every call; `close()` ends them. */
+export interface Runtimes {
+  runtimeFor(kind: RuntimeKind): Runtime;
+  close(): Promise<void>;
+}
+
+/** The runtimes of one gateway (issue 12 §2: MCP sessions are kept across calls). */
+export function createRuntimes(options: RuntimeOptions = {}): Runtimes {
+  const mcp = createMcpRuntime(options);
+  const others = new Map<RuntimeKind, Runtime>();
+  return {
+    runtimeFor(kind) {
+      if (kind === 'mcp') return mcp;
+      let runtime = others.get(kind);
+      if (!runtime) others.set(kind, (runtime = runtimeFor(kind, options)));
+      return runtime;
+    },
+    close: () => mcp.close(),
+  };
+}
+
 /** A runtime for a reserved kind: every run is `runtime_unavailable`. */
 function unsupported(kind: RuntimeKind): Runtime {
   const outcome = failure('runtime_unavailable', `runtime kind "${kind}" is not supported in v0: run the agent as mcp or webhook`);

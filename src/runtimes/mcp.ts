@@ -1,9 +1,18 @@
 /**
  * The MCP runtime: the Holon MCP agent profile over Streamable HTTP (gateway §6, first table).
  *
- * One connection per call (gateway §8): connect to `runtime.endpoint`, call `runtime.tool` with the
- * input as `arguments` and, when the caller set a cap, `_meta["holon/max_cost"] = {amount,
- * currency}`; read the result; always close.
+ * A call takes an MCP session to `runtime.endpoint` (issue 12 §2: reused, see "Sessions" below),
+ * calls `runtime.tool` with the input as `arguments` and, when the caller set a cap,
+ * `_meta["holon/max_cost"] = {amount, currency}`, and reads the result.
+ *
+ * Sessions: a call uses a session alone (never two calls on one session at once). A session
+ * whose call ended with a result is kept idle for the next call to the same endpoint with the same
+ * credential, at most {@link MAX_IDLE_PER_ENDPOINT} per endpoint and {@link MAX_IDLE_SESSIONS} in
+ * all, each for {@link IDLE_MS}; past that, or when the runtime closes, it is ended (HTTP
+ * `DELETE`). A session whose call failed in any way (timeout, transport error, an answer outside
+ * the profile) is ended at once, so the next call starts a new one. A kept session the server has
+ * since forgotten answers HTTP 404 (MCP 2025-11-25, session management: the server did not take
+ * the request): the call is then sent once more on a new session; that is the only resend.
  *
  * Result → outcome:
  * - `structuredContent` → `output`; without it, the first text block parsed as JSON → `output`
@@ -32,7 +41,7 @@
  * is never cancelled: a timeout while connecting just closes), the runtime waits for that
  * notification to be delivered (at most {@link CLOSE_GRACE_MS}), ends the session with an HTTP
  * `DELETE` when the server gave one, and closes the response stream (the signal later protocol
- * revisions use). No retry: a call is sent once.
+ * revisions use). No retry: a call is sent once (but for a forgotten session, above).
  *
  * Files (hosted gateway): `_meta["holon/files"]` is an object keyed by each `holon://files/…`
  * handle of the input, whose value is `{url, content_type, size, sha256, expires}`; absent when
@@ -72,9 +81,24 @@ const MIN_RESUME_GAP_MS = 100;
  */
 const BACKSTOP_TIMEOUT_MS = 305_000;
 
+/** Idle sessions kept per endpoint (and credential), at most. */
+const MAX_IDLE_PER_ENDPOINT = 16;
+
+/** Idle sessions kept by one runtime in all, at most. */
+const MAX_IDLE_SESSIONS = 256;
+
+/** How long an idle session is kept for the next call, in ms. */
+const IDLE_MS = 30_000;
+
+/** An MCP runtime that keeps sessions: `close()` ends the idle ones. */
+export interface McpRuntime extends Runtime {
+  close(): Promise<void>;
+}
+
 /** The MCP runtime. Never throws: every problem is a `RunOutcome`. */
-export function createMcpRuntime(options: RemoteRuntimeOptions = {}): Runtime {
+export function createMcpRuntime(options: RemoteRuntimeOptions = {}): McpRuntime {
   const { fetch: baseFetch, max_answer_bytes: maxBytes } = remoteRuntimeSettings(options);
+  const pool = new SessionPool();
   return {
     async run(request) {
       const { endpoint, tool } = request.target.runtime;
@@ -83,42 +107,129 @@ export function createMcpRuntime(options: RemoteRuntimeOptions = {}): Runtime {
         return failure('agent_error', 'MCP tool arguments are a JSON object: declare interface.input as an object');
       }
       if (request.signal.aborted) return timedOut();
-      return callOnce(request, endpoint, tool, baseFetch, maxBytes);
+      const key = `${endpoint}\n${request.credential ?? ''}`;
+      const kept = pool.take(key);
+      if (kept) {
+        const outcome = await callOn(kept, request, tool, pool);
+        if (outcome !== SESSION_GONE) return outcome;
+      }
+      const session = openSession(key, endpoint, request.credential, baseFetch, maxBytes);
+      return (await callOn(session, request, tool, pool)) as RunOutcome;
     },
+    close: () => pool.close(),
   };
 }
 
-/** One connection, one `tools/call`, always closed. */
-async function callOnce(request: RunRequest, endpoint: string, tool: string, baseFetch: Fetch, maxBytes: number): Promise<RunOutcome> {
-  const watch = new CallWatch();
-  const transport = new CancellingTransport(new URL(endpoint), {
-    requestInit: { headers: credentialHeaders(request.credential), redirect: 'manual' },
-    fetch: watchedFetch(baseFetch, maxBytes, endpoint, watch),
+/** An MCP session: its client and transport, and the watch of the call using it now. */
+interface Session {
+  key: string;
+  client: Client;
+  transport: CancellingTransport;
+  /** Whether `initialize` has been answered. */
+  initialized: boolean;
+  watch: CallWatch;
+  idle_timer: NodeJS.Timeout | null;
+}
+
+/** A new, not yet initialized session to `endpoint`, sending `credential` on every request. */
+function openSession(key: string, endpoint: string, credential: string | null, baseFetch: Fetch, maxBytes: number): Session {
+  const session = { key, initialized: false, watch: new CallWatch(), idle_timer: null } as Session;
+  session.transport = new CancellingTransport(new URL(endpoint), {
+    requestInit: { headers: credentialHeaders(credential), redirect: 'manual' },
+    fetch: watchedFetch(baseFetch, maxBytes, endpoint, () => session.watch),
     // One attempt per closed stream: a refused or failed resumption stops the call (watchedFetch).
     reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: RESUME_DELAY_MS, maxReconnectionDelay: RESUME_DELAY_MS, reconnectionDelayGrowFactor: 1 },
   });
-  const client = new Client({ name: 'holon-gateway', version: '0.1.0' });
+  session.client = new Client({ name: 'holon-gateway', version: '0.1.0' });
+  return session;
+}
+
+/** What {@link callOn} answers when a kept session was forgotten by the server before it took the call. */
+const SESSION_GONE = Symbol('session gone');
+
+/** One `tools/call` on `session` (initializing it first if new); the session is kept after a result, else ended. */
+async function callOn(session: Session, request: RunRequest, tool: string, pool: SessionPool): Promise<RunOutcome | typeof SESSION_GONE> {
+  const watch = new CallWatch();
+  session.watch = watch;
+  const kept = session.initialized;
   const stop = AbortSignal.any([request.signal, watch.stopped]);
+  let answered = false;
   try {
     // `initialize` MUST NOT be cancelled (MCP 2025-11-25, cancellation): the SDK never sees the
     // signal while connecting (it would send notifications/cancelled for it, even after it
-    // answered); a stop just ends the wait, and closing the transport (below) ends the request.
-    await untilAborted(client.connect(transport, { timeout: BACKSTOP_TIMEOUT_MS }), stop);
+    // answered); a stop just ends the wait, and ending the session (below) ends the request.
+    if (!kept) await untilAborted(session.client.connect(session.transport, { timeout: BACKSTOP_TIMEOUT_MS }), stop);
+    session.initialized = true;
     const _meta = requestMeta(request);
-    const result = await client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, {
+    const result = await session.client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, {
       signal: stop,
       timeout: BACKSTOP_TIMEOUT_MS,
       onresumptiontoken: () => watch.events++,
     });
+    answered = true;
     return outcomeOf(result);
   } catch (error) {
     if (request.signal.aborted) return timedOut();
+    if (kept && error instanceof StreamableHTTPError && error.code === 404) return SESSION_GONE;
     return watch.problem ?? outcomeOfError(error);
   } finally {
     watch.settled = true;
-    await transport.flush(CLOSE_GRACE_MS);
-    await within(CLOSE_GRACE_MS, transport.terminateSession());
-    await client.close().catch(() => {});
+    if (answered && watch.problem === null) pool.give(session);
+    else await endSession(session);
+  }
+}
+
+/** Ends a session: waits for notifications in flight (a cancellation), sends `DELETE`, closes the stream. Never throws. */
+async function endSession(session: Session): Promise<void> {
+  await session.transport.flush(CLOSE_GRACE_MS);
+  await within(CLOSE_GRACE_MS, session.transport.terminateSession());
+  await session.client.close().catch(() => {});
+}
+
+/** Idle sessions by endpoint and credential, bounded in number and idle time (see "Sessions" above). */
+class SessionPool {
+  readonly #idle = new Map<string, Session[]>();
+  #count = 0;
+
+  /** An idle session for `key`, now the caller's alone, or undefined. */
+  take(key: string): Session | undefined {
+    const sessions = this.#idle.get(key);
+    const session = sessions?.pop();
+    if (!session) return undefined;
+    if (sessions!.length === 0) this.#idle.delete(key);
+    this.#count--;
+    clearTimeout(session.idle_timer!);
+    session.idle_timer = null;
+    return session;
+  }
+
+  /** Keeps `session` for the next call, or ends it when the pool is full. */
+  give(session: Session): void {
+    const sessions = this.#idle.get(session.key) ?? [];
+    if (sessions.length >= MAX_IDLE_PER_ENDPOINT || this.#count >= MAX_IDLE_SESSIONS) {
+      void endSession(session);
+      return;
+    }
+    session.idle_timer = setTimeout(() => {
+      const index = sessions.indexOf(session);
+      if (index < 0) return;
+      sessions.splice(index, 1);
+      if (sessions.length === 0 && this.#idle.get(session.key) === sessions) this.#idle.delete(session.key);
+      this.#count--;
+      void endSession(session);
+    }, IDLE_MS).unref();
+    sessions.push(session);
+    this.#idle.set(session.key, sessions);
+    this.#count++;
+  }
+
+  /** Ends every idle session. */
+  async close(): Promise<void> {
+    const all = [...this.#idle.values()].flat();
+    this.#idle.clear();
+    this.#count = 0;
+    for (const session of all) clearTimeout(session.idle_timer!);
+    await Promise.all(all.map(endSession));
   }
 }
 
@@ -165,8 +276,10 @@ class CallWatch {
  * until the timeout), and when a resumption is refused or fails. Resumptions are spaced by at
  * least {@link MIN_RESUME_GAP_MS}.
  */
-function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, watch: CallWatch): Fetch {
+function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, current: () => CallWatch): Fetch {
   return async (url, init) => {
+    // The call using the session when this request starts: late events of a request belong to it.
+    const watch = current();
     const resumption = init?.method === 'GET' && new Headers(init.headers).has('last-event-id');
     if (resumption) {
       await pause(watch.resumed_ms + MIN_RESUME_GAP_MS - Date.now(), init?.signal ?? undefined);

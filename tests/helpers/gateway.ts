@@ -29,6 +29,7 @@ import { startClearingServer, type RunningClearing } from '../../src/clearing/se
 import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
 import { openDatabase } from '../../src/db/index.ts';
 import { ClearingPort, type ClearingTimeouts } from '../../src/gateway/clearing.ts';
+import type { OutboxSettings } from '../../src/gateway/outbox.ts';
 import { budgetOf, budgetView, storeMandate } from '../../src/gateway/mandates.ts';
 import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
 import { DEV_ACCOUNT, startGateway, type RunningGateway } from '../../src/gateway/server.ts';
@@ -107,6 +108,8 @@ export interface TestGatewayOptions {
   clearing_url?: string;
   /** Bounds on clearing requests (default: `startGateway`'s). */
   clearing_timeouts?: ClearingTimeouts;
+  /** How the outbox posts (default: `startGateway`'s). */
+  outbox?: Partial<OutboxSettings>;
 }
 
 /** Where test data lives: memory-backed `/dev/shm` when there is one (copies and fsyncs cost nothing), else the temp directory. */
@@ -192,6 +195,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       exclude: [],
       ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
       ...(options.clearing_timeouts ? { clearing_timeouts: options.clearing_timeouts } : {}),
+      ...(options.outbox ? { outbox: options.outbox } : {}),
       logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
     });
   } catch (error) {
@@ -299,6 +303,13 @@ export function deltas(before: Record<string, Micros>, after: Record<string, Mic
  */
 export type LostAnswer = 'reset' | '502' | 'hang';
 
+/** Which answers the switchable binding loses: those to requests on `path` (whose body contains `matching`, when given). */
+export interface LostAnswers {
+  path: string;
+  answer: LostAnswer;
+  matching?: string;
+}
+
 /**
  * The reference binding behind a switch: a proxy the gateway settles through, which can be taken
  * down (every connection is reset, as for a binding that cannot be reached) and brought back, and
@@ -308,7 +319,7 @@ export interface SwitchableBinding {
   url: string;
   down(): void;
   up(): void;
-  loseAnswers(fault: { path: string; answer: LostAnswer } | null): void;
+  loseAnswers(fault: LostAnswers | null): void;
   close(): Promise<void>;
 }
 
@@ -329,7 +340,7 @@ export async function startSwitchableBinding(dir: string): Promise<SwitchableBin
   }
   const binding: RunningClearing = await startClearingServer({ target: { dir: clearing_dir }, port: 0, logger: pino({ level: 'silent' }) });
   let reachable = true;
-  let lost: { path: string; answer: LostAnswer } | null = null;
+  let lost: LostAnswers | null = null;
   const proxy: Server = createServer(async (req, res) => {
     if (!reachable) {
       req.socket.destroy();
@@ -347,7 +358,7 @@ export async function startSwitchableBinding(dir: string): Promise<SwitchableBin
       headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
       body: req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.concat(chunks),
     });
-    if (lost && req.url === lost.path) {
+    if (lost && req.url === lost.path && (lost.matching === undefined || Buffer.concat(chunks).toString().includes(lost.matching))) {
       if (lost.answer === 'reset') req.socket.destroy();
       if (lost.answer === '502') res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>502 Bad Gateway</h1>');
       return;

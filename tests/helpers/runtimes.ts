@@ -113,6 +113,8 @@ export interface TestMcpServer extends TestServer {
   /** Every JSON-RPC message POSTed to it, in order. */
   messages: JSONRPCMessage[];
   calls: ToolCall[];
+  /** Forgets every session, as a restarted server would: requests naming one are answered 404. */
+  forgetSessions(): void;
 }
 
 /**
@@ -152,7 +154,7 @@ export async function startMcpServer(answer: (call: ToolCall) => CallToolResult 
     }
     await transport.handleRequest(req, res, parsed);
   });
-  return { ...http, messages, calls };
+  return { ...http, messages, calls, forgetSessions: () => sessions.clear() };
 }
 
 /** The reference host started as `node agents/host.mjs --port 0`, and the URL it printed. */

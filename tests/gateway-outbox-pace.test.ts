@@ -1,0 +1,178 @@
+/**
+ * Settlement keeps pace (issue 12 §3, clearing-contract §13): a call's settlement is posted right
+ * after its receipt, not on the next poll and not behind other intents; two outboxes on one
+ * database post each intent exactly once, each call's settlement before its hold's release; and
+ * the backlog is bounded: above `max_pending` pending intents, a call that would reserve money is
+ * refused 503 `settlement_backlog` with `Retry-After`, and nothing is reserved.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import pino from 'pino';
+import { openDatabase, type Database } from '../src/db/index.ts';
+import { ClearingPort } from '../src/gateway/clearing.ts';
+import { Outbox, type Intent, type OutboxSettings } from '../src/gateway/outbox.ts';
+import { freshDataDir, freshStore, micros, startSwitchableBinding, startTestGateway, waitFor, type SwitchableBinding, type TestGateway } from './helpers/gateway.ts';
+
+/** The settle path of the clearing API (clearing-contract §6.8). */
+const SETTLE_PATH = '/internal/ledger/charge';
+/** An hour: in these tests, the retry path's poll never comes. */
+const HOUR_MS = 3_600_000;
+
+const cleanup: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const step of cleanup.reverse()) await step();
+});
+
+/** Starts a test gateway settling through a switchable binding, with the outbox settings given. */
+async function gatewayBehindSwitch(outbox: Partial<OutboxSettings>): Promise<{ gw: TestGateway; binding: SwitchableBinding }> {
+  const dir = await freshDataDir();
+  const binding = await startSwitchableBinding(dir);
+  // A hung settle must outlast the test's wait (an old outbox would sit behind it), not end it.
+  const gw = await startTestGateway({ clearing_url: binding.url, clearing_timeouts: { connect_s: 5, request_s: 120 }, outbox });
+  // The binding first: closing it ends any request it left hanging, so the gateway can stop.
+  cleanup.push(async () => {
+    await binding.close();
+    await gw.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return { gw, binding };
+}
+
+test("a call's settlement is applied right after its receipt, without a poll and while another call's settlement hangs", async () => {
+  const { gw, binding } = await gatewayBehindSwitch({ poll_ms: HOUR_MS });
+  // The settlement of every gt/run call reaches the binding and is applied, but its answer never comes back.
+  binding.loseAnswers({ path: SETTLE_PATH, answer: 'hang', matching: '"memo":"gt/run@' });
+  const hung = await gw.mandate();
+  const first = await gw.call({ mandate: hung.id, agent: 'gt/run', input: {} });
+  assert.equal(first.status, 200);
+
+  const mandate = await gw.mandate();
+  const before = await gw.balance(mandate.payer);
+  const second = await gw.call({ mandate: mandate.id, agent: 'gt/attempt', input: {} });
+  assert.equal(second.status, 200);
+  assert.equal(second.body.receipt.cost.total, '0.10');
+  const settle = await waitFor(async () => {
+    const { body } = await gw.http.get('/v0/settlements?status=posted');
+    return body.settlements.find((s: { receipt: string; operation: string }) => s.receipt === second.body.receipt.id && s.operation === 'settle');
+  });
+  assert.equal(settle.attempts, 1);
+  assert.equal(await gw.balance(mandate.payer), before - micros('0.10'));
+  // The hung one is still in flight: it was not what let the second through.
+  const pending = (await gw.http.get('/v0/settlements?status=pending')).body.settlements;
+  assert.ok(pending.some((s: { receipt: string; operation: string }) => s.receipt === first.body.receipt.id && s.operation === 'settle'));
+});
+
+test('over max_pending pending intents, a call that would reserve money is refused 503 settlement_backlog with Retry-After; nothing is reserved', async () => {
+  const { gw, binding } = await gatewayBehindSwitch({ poll_ms: HOUR_MS, max_pending: 3, count_ttl_ms: 0 });
+  // Settlements fail (a 502 from a proxy): they stay pending, and each call's release waits behind its settlement.
+  binding.loseAnswers({ path: SETTLE_PATH, answer: '502' });
+  const mandate = await gw.mandate();
+  for (let n = 0; n < 2; n++) assert.equal((await gw.call({ mandate: mandate.id, agent: 'gt/run', input: {} })).status, 200);
+  await waitFor(async () => (await gw.http.get('/v0/settlements?status=pending')).body.settlements.length === 4 && (await gw.reserved(mandate.payer)) === 2 * micros('0.10'));
+
+  const refused = await gw.call({ mandate: mandate.id, agent: 'gt/run', input: {} });
+  assert.equal(refused.status, 503);
+  assert.equal(refused.headers['retry-after'], '2');
+  assert.equal(refused.body.code, 'settlement_backlog');
+  assert.equal(refused.body.error, '4 settlements are waiting to be posted, more than the bound of 3 (HOLON_OUTBOX_MAX_PENDING); nothing was reserved or billed, try again in 2 s');
+  assert.equal(refused.body.receipt.billed, false);
+  assert.equal(await gw.reserved(mandate.payer), 2 * micros('0.10'), 'no hold was opened');
+  // A free call adds no settlement: it is not refused.
+  assert.equal((await gw.call({ mandate: mandate.id, agent: 'gt/free', input: {} })).status, 200);
+});
+
+/** A stand-in binding that answers every settle and release, slowly, and records what it was sent. */
+async function startStandIn(): Promise<{ url: string; posts: string[]; server: Server }> {
+  const posts: string[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
+    posts.push(req.url === SETTLE_PATH ? `settle ${body.txnId}` : `release ${body.holdId}`);
+    // Slow enough that two posters overlap.
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ applied: true }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, posts, server };
+}
+
+test('two outboxes on one database post each of 120 intents exactly once, each settlement before its release', async () => {
+  const RECEIPTS = 60;
+  const standIn = await startStandIn();
+  const store = await freshStore();
+  const target = store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') };
+  const first: Database = await openDatabase(target);
+  // PGlite is one process's: both outboxes share its one connection there; on Postgres each has its own pool.
+  const second: Database = store.database_url ? await openDatabase(target) : first;
+  cleanup.push(async () => {
+    standIn.server.close();
+    if (second !== first) await second.close();
+    await first.close();
+    await rm(store.db, { recursive: true, force: true });
+  });
+  const logger = pino({ level: 'silent' });
+  const settings = { poll_ms: HOUR_MS, batch: 7, concurrency: 4 };
+  const outboxes = [new Outbox(first.knex, new ClearingPort(standIn.url), logger, settings), new Outbox(second.knex, new ClearingPort(standIn.url), logger, settings)];
+
+  const receipts = Array.from({ length: RECEIPTS }, (_, n) => `r${n + 1}`);
+  await first.knex.transaction(async (trx) => {
+    for (const id of receipts) {
+      await trx('gateway_receipts').insert({ id, root_mandate: 'p/m', status: 'succeeded', document: '{}' });
+      const intents: Intent[] = [
+        { operation: 'settle', receipt: id, body: { txnId: `settle:${id}`, caller: 'p', owner: 'a', rate: 1, retail: 1, ref: id } },
+        { operation: 'release-hold', receipt: id, body: { holdId: `hold:${id}`, reason: 'call settled' } },
+      ];
+      await outboxes[0].write(trx, intents);
+    }
+  });
+  // Both post right after "their" receipts and drain at the same time, over the same rows.
+  for (const id of receipts) for (const outbox of outboxes) outbox.postReceipt(id);
+  await Promise.all([outboxes[0].drain(), outboxes[1].drain(), outboxes[0].drain(), outboxes[1].drain()]);
+  await Promise.all(outboxes.map((outbox) => outbox.drain()));
+
+  const counts = new Map<string, number>();
+  for (const post of standIn.posts) counts.set(post, (counts.get(post) ?? 0) + 1);
+  assert.equal(standIn.posts.length, 2 * RECEIPTS, `posted more than once: ${[...counts].filter(([, n]) => n > 1).map(([p]) => p).slice(0, 5)}`);
+  for (const id of receipts) {
+    assert.equal(counts.get(`settle settle:${id}`), 1, id);
+    assert.equal(counts.get(`release hold:${id}`), 1, id);
+    assert.ok(standIn.posts.indexOf(`settle settle:${id}`) < standIn.posts.indexOf(`release hold:${id}`), `${id}: released before settled`);
+  }
+  const statuses: Array<{ status: string; n: unknown }> = await first.knex('gateway_settlement_intents').select('status').count({ n: '*' }).groupBy('status');
+  assert.deepEqual(statuses.map((row) => [row.status, Number(row.n)]), [['posted', 2 * RECEIPTS]]);
+});
+
+test("intents claimed by another poster are left alone until the claim's lease passes, then posted (a crashed claimer's rows come back)", async () => {
+  const standIn = await startStandIn();
+  const store = await freshStore();
+  const database = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') });
+  cleanup.push(async () => {
+    standIn.server.close();
+    await database.close();
+    await rm(store.db, { recursive: true, force: true });
+  });
+  const outbox = new Outbox(database.knex, new ClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS });
+  await database.knex.transaction(async (trx) => {
+    await trx('gateway_receipts').insert({ id: 'r1', root_mandate: 'p/m', status: 'succeeded', document: '{}' });
+    await outbox.write(trx, [
+      { operation: 'settle', receipt: 'r1', body: { txnId: 'settle:r1', caller: 'p', owner: 'a', rate: 1, retail: 1, ref: 'r1' } },
+      { operation: 'release-hold', receipt: 'r1', body: { holdId: 'hold:r1', reason: 'call settled' } },
+    ]);
+  });
+  const intents = () => database.knex('gateway_settlement_intents').where({ receipt: 'r1' });
+  // A poster that claimed both and then crashed: its lease runs for another hour.
+  await intents().update({ claimed_until: database.knex.raw(`clock_timestamp() + interval '1 hour'`) });
+  outbox.postReceipt('r1');
+  await outbox.drain();
+  assert.deepEqual(standIn.posts, []);
+  // The lease has passed.
+  await intents().update({ claimed_until: database.knex.raw(`clock_timestamp() - interval '1 second'`) });
+  await outbox.drain();
+  assert.deepEqual(standIn.posts, ['settle settle:r1', 'release hold:r1']);
+  assert.deepEqual((await intents().orderBy('seq').select('status', 'claimed_until')).map((row) => [row.status, row.claimed_until]), [['posted', null], ['posted', null]]);
+});
