@@ -22,16 +22,23 @@ export interface HttpsAgent {
   close(): Promise<void>;
 }
 
+/** A self-signed certificate for `127.0.0.1`, made for the run with `openssl` (valid one day), and its key (PEM). */
+export function selfSignedCertificate(): { key: Buffer; cert: Buffer } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'holon-tls-'));
+  try {
+    execFileSync('openssl', [
+      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+    ], { stdio: 'ignore' });
+    return { key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Starts an https webhook answering every POST with `answer(path, body)` as JSON, and trusts its certificate. */
 export async function startHttpsAgent(answer: (path: string, body: unknown) => unknown): Promise<HttpsAgent> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'holon-tls-'));
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-  ], { stdio: 'ignore' });
-  const key = readFileSync(path.join(dir, 'key.pem'));
-  const cert = readFileSync(path.join(dir, 'cert.pem'));
-  rmSync(dir, { recursive: true, force: true });
+  const { key, cert } = selfSignedCertificate();
   const received: HttpsAgent['received'] = [];
   const server: Server = createServer({ key, cert }, async (req, res) => {
     const chunks: Buffer[] = [];

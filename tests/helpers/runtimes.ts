@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -50,17 +51,24 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** Starts `handler` on 127.0.0.1, port 0; the body is read before the handler runs. */
-export async function startHttp(handler: (req: IncomingMessage, res: ServerResponse, body: string) => unknown): Promise<TestServer> {
+/** A certificate and key (PEM) a test server serves https with. */
+export interface TestTls {
+  key: Buffer;
+  cert: Buffer;
+}
+
+/** Starts `handler` on 127.0.0.1, port 0 (https with `tls`); the body is read before the handler runs. */
+export async function startHttp(handler: (req: IncomingMessage, res: ServerResponse, body: string) => unknown, tls?: TestTls): Promise<TestServer> {
   const received: TestServer['received'] = [];
-  const server = createServer(async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
     received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
     await handler(req, res, body);
-  });
-  const url = await listen(server);
+  };
+  const server: HttpServer = tls ? createTlsServer(tls, handle) : createServer(handle);
+  const url = await listen(server, tls ? 'https' : 'http');
   return { url, received, drop: () => server.closeAllConnections(), close: () => closeServer(server) };
 }
 
@@ -80,6 +88,8 @@ export interface McpServerOptions {
    * ms; `onResume` hears every GET that resumes a stream (`Last-Event-ID`).
    */
   resumable?: { retry_ms: number; onResume?: () => void };
+  /** Serve https with this certificate (a published agent's endpoint must be https). */
+  tls?: TestTls;
 }
 
 /**
@@ -153,7 +163,7 @@ export async function startMcpServer(answer: (call: ToolCall) => CallToolResult 
       return;
     }
     await transport.handleRequest(req, res, parsed);
-  });
+  }, options.tls);
   return { ...http, messages, calls, forgetSessions: () => sessions.clear() };
 }
 
@@ -190,9 +200,9 @@ async function stopChild(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function listen(server: HttpServer): Promise<string> {
+async function listen(server: HttpServer, scheme: 'http' | 'https' = 'http'): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 async function closeServer(server: HttpServer): Promise<void> {
