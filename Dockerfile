@@ -20,9 +20,6 @@ COPY openapi openapi
 COPY agents agents
 # The public evaluation suites run on each newly published version (gateway §7 "Evaluation").
 COPY evals evals
-# The console's page, stylesheet and committed script bundle (/console).
-COPY console/console.css console/console.css
-COPY console/dist console/dist
 # The client commands of the CLI (loaded with `holon serve`) import the typed client's sources.
 COPY clients/src clients/src
 ENV NODE_ENV=production

@@ -2,13 +2,13 @@
  * The console's pages as served (issue 11): `/console` and its two assets come from the hosted
  * gateway under a same-origin Content-Security-Policy, the page links the site's terms and
  * privacy pages only when `HOLON_SITE_URL` is set (escaped), the dev gateway serves no console,
- * and the committed bundle is exactly what `console/build.ts` writes from `console/src`.
+ * and the committed bundle is exactly what `src/hosted/console/build.ts` writes from `src/hosted/console/browser`.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { bundleConsole, CONSOLE_BUNDLE } from '../console/build.ts';
-import { CONSOLE_CSP, consolePage } from '../src/hosted/console.ts';
+import { bundleConsole, CONSOLE_BUNDLE } from '../src/hosted/console/build.ts';
+import { CONSOLE_CSP, consolePage } from '../src/hosted/console/pages.ts';
 import { startTestHosted, type TestHosted } from './helpers/hosted.ts';
 
 let hosted: TestHosted;
@@ -55,6 +55,6 @@ test('the console is served through the DNS-rebinding gate: a foreign Host is re
   assert.deepEqual([refused.status, refused.body.code], [403, 'not_permitted']);
 });
 
-test('the committed bundle is what console/build.ts writes from console/src (run npm run build:console and commit it)', async () => {
+test('the committed bundle is what src/hosted/console/build.ts writes from src/hosted/console/browser (run npm run build:console and commit it)', async () => {
   assert.equal(await readFile(CONSOLE_BUNDLE, 'utf8'), await bundleConsole());
 });

@@ -21,6 +21,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseMoney } from '../src/contracts/money.ts';
 import { Registry } from '../src/gateway/registry.ts';
+import { EARNINGS_DAYS, earningsByDay } from '../src/hosted/earnings.ts';
 import { startGithubStandin, signInWithStandin, standinSettings, type GithubStandin } from './helpers/github-standin.ts';
 import { startHttpsAgent, type HttpsAgent } from './helpers/https-agent.ts';
 import { startTestHosted, type TestHosted } from './helpers/hosted.ts';
@@ -106,13 +107,36 @@ test('each version earns its share and its royalties from forks, exact to the mi
     { L: (await balanceOf(L.human)) - before.L, M: (await balanceOf(M.human)) - before.M, N: (await balanceOf(N.human)) - before.N },
     { L: 100449, M: 59217, N: 26667 },
   );
+
+  // By day (the console's chart): every settlement on the day it was posted. One of N's three
+  // settlements is moved two days back in the journal: it counts there, the other two today.
+  const [moved] = await hosted.running.db.knex('gateway_settlement_intents').where({ operation: 'settle', status: 'posted' }).whereRaw(`body->>'owner' = ?`, [N.handle]).whereLike('txn_id', 'settle:%').select('txn_id', 'posted_at');
+  await hosted.running.db.knex('gateway_settlement_intents').where({ txn_id: moved.txn_id }).update({ posted_at: new Date(new Date(moved.posted_at).getTime() - 2 * 86_400_000) });
+  const days = (await hosted.http.get('/v0/me/agents').set('authorization', `Bearer ${N.human}`).expect(200)).body.by_day as Array<{ day: string; total: string }>;
+  const today = new Date(moved.posted_at).toISOString().slice(0, 10);
+  assert.equal(days.length, EARNINGS_DAYS);
+  assert.equal(days[EARNINGS_DAYS - 1].day, today);
+  assert.deepEqual(days.filter((day) => day.total !== '0.00'), [
+    { day: new Date(Date.parse(today) - 2 * 86_400_000).toISOString().slice(0, 10), total: '0.008889' },
+    { day: today, total: '0.017778' },
+  ]);
+});
+
+test('by day: the last 30 UTC days up to today, oldest first, days without earnings as 0, older days left out', () => {
+  const now = new Date('2026-03-02T23:59:59.999Z');
+  const days = earningsByDay(new Map([['2026-03-02', 5], ['2026-02-01', 7], ['2026-01-31', 11], ['2026-03-03', 13]]), now);
+  assert.equal(days.length, 30);
+  assert.deepEqual([days[0], days[29]], [{ day: '2026-02-01', total: '0.000007' }, { day: '2026-03-02', total: '0.000005' }]);
+  assert.equal(days[27].day, '2026-02-28');
+  assert.deepEqual(days.slice(1, 29).map((day) => day.total), Array(28).fill('0.00'));
 });
 
 test('an account that published nothing sees no versions and earned 0', async () => {
   const id = nextId++;
   const nobody = await signInWithStandin(hosted.http, github, { id, login: `Idle-${id}`, emails: [] });
   const view = await hosted.http.get('/v0/me/agents').set('authorization', `Bearer ${nobody.human}`).expect(200);
-  assert.deepEqual(view.body, { currency: 'EUR', versions: [], total: '0.00' });
+  assert.deepEqual({ ...view.body, by_day: undefined }, { currency: 'EUR', versions: [], total: '0.00', by_day: undefined });
+  assert.deepEqual(new Set(view.body.by_day.map((day: { total: string }) => day.total)), new Set(['0.00']));
 });
 
 test('a fork keeps paying its royalty after its upstream is yanked, in this process and after a restart', async () => {

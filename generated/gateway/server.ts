@@ -2489,7 +2489,8 @@ export const schemaDocument = {
         "required": [
           "currency",
           "versions",
-          "total"
+          "total",
+          "by_day"
         ],
         "properties": {
           "currency": {
@@ -2504,6 +2505,14 @@ export const schemaDocument = {
           },
           "total": {
             "$ref": "#/components/schemas/Money"
+          },
+          "by_day": {
+            "type": "array",
+            "maxItems": 30,
+            "items": {
+              "$ref": "#/components/schemas/EarningsDay"
+            },
+            "description": "What all your versions earned on each of the last 30 UTC days, today included, oldest first, days without earnings as 0 (the console's chart)."
           }
         }
       },
@@ -3042,6 +3051,24 @@ export const schemaDocument = {
           "billed": {
             "type": "boolean",
             "const": false
+          }
+        }
+      },
+      "EarningsDay": {
+        "type": "object",
+        "description": "What the account's versions earned on one UTC day (gateway §7 \"Earnings\"): shares and royalties, net of what they paid upstream, by the day their settlements were posted to the journal.",
+        "required": [
+          "day",
+          "total"
+        ],
+        "properties": {
+          "day": {
+            "type": "string",
+            "format": "date",
+            "description": "The UTC day, `YYYY-MM-DD`."
+          },
+          "total": {
+            "$ref": "#/components/schemas/Money"
           }
         }
       },

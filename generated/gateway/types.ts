@@ -1200,6 +1200,8 @@ export interface components {
             currency: "EUR";
             versions: components["schemas"]["MyAgentVersion"][];
             total: components["schemas"]["Money"];
+            /** @description What all your versions earned on each of the last 30 UTC days, today included, oldest first, days without earnings as 0 (the console's chart). */
+            by_day: components["schemas"]["EarningsDay"][];
         };
         AdminAccount: {
             handle: string;
@@ -1356,6 +1358,15 @@ export interface components {
             output: unknown;
             /** @constant */
             billed: false;
+        };
+        /** @description What the account's versions earned on one UTC day (gateway §7 "Earnings"): shares and royalties, net of what they paid upstream, by the day their settlements were posted to the journal. */
+        EarningsDay: {
+            /**
+             * Format: date
+             * @description The UTC day, `YYYY-MM-DD`.
+             */
+            day: string;
+            total: components["schemas"]["Money"];
         };
         /** @description A non-negative amount of money as a decimal string with at most 6 decimals (one micro-unit) and at most 9 integer digits: `"0.10"`, `"3"`, `"0.000001"`. Never a number. */
         Manifest_decimal: string;

@@ -33,42 +33,68 @@ export interface Earned {
 /** The prefix of a royalty settlement's memo, before the upstream version it pays (`src/gateway/lifecycle.ts`). */
 const ROYALTY_MEMO = 'royalty to ';
 
-/** One posted settlement of a paid call: who received it, for which version, and at which level of the chain. */
+/** How many UTC days the author's chart covers (`MyAgents.by_day`), today included. */
+export const EARNINGS_DAYS = 30;
+
+/** What an account earned: by version (`ns/name@x.y.z`), and by UTC day (`YYYY-MM-DD`, the day each settlement was posted). */
+export interface AccountEarnings {
+  byVersion: Map<string, Earned>;
+  byDay: Map<string, Micros>;
+}
+
+/** One posted settlement of a paid call: who received it, for which version, at which level of the chain, and when. */
 interface Level {
   level: number;
   agent: string;
   account: string;
   received_micros: Micros;
+  /** The UTC day it was posted, `YYYY-MM-DD`. */
+  day: string;
+}
+
+/** The UTC day of a timestamp (a `Date`, or the text an engine answers for `timestamptz`), `YYYY-MM-DD`. */
+function utcDay(at: Date | string): string {
+  return new Date(at).toISOString().slice(0, 10);
 }
 
 /** The levels of one paid call from its posted settlements (`settle:` is level 0, `royalty:…:<k>` level k). */
-function levelsOf(intents: Array<{ txn_id: string; body: Record<string, any> }>): Level[] {
+function levelsOf(intents: Intent[]): Level[] {
   return intents
-    .map(({ txn_id, body }) => {
-      if (txn_id.startsWith('settle:')) return { level: 0, agent: body.memo as string, account: body.owner as string, received_micros: Number(body.rate) };
+    .map(({ txn_id, body, posted_at }) => {
+      const day = utcDay(posted_at);
+      if (txn_id.startsWith('settle:')) return { level: 0, agent: body.memo as string, account: body.owner as string, received_micros: Number(body.rate), day };
       const level = Number(txn_id.slice(txn_id.lastIndexOf(':') + 1));
-      return { level, agent: (body.memo as string).slice(ROYALTY_MEMO.length), account: body.owner as string, received_micros: Number(body.retail) };
+      return { level, agent: (body.memo as string).slice(ROYALTY_MEMO.length), account: body.owner as string, received_micros: Number(body.retail), day };
     })
     .sort((a, b) => a.level - b.level);
 }
 
+/** A posted settlement intent as read back. */
+interface Intent {
+  txn_id: string;
+  body: Record<string, any>;
+  posted_at: Date | string;
+}
+
 /**
- * What each version of `account`'s agents earned, by `ns/name@x.y.z`, from the posted settlements
- * of every paid call in which `account` received money.
+ * What each version of `account`'s agents earned, by `ns/name@x.y.z`, and what they earned
+ * together on each UTC day, from the posted settlements of every paid call in which `account`
+ * received money.
  */
-export async function earningsOf(db: Knex, account: string): Promise<Map<string, Earned>> {
+export async function earningsOf(db: Knex, account: string): Promise<AccountEarnings> {
   const rows = await db('gateway_settlement_intents')
     .where({ operation: 'settle', status: 'posted' })
     .whereIn('receipt', db('gateway_settlement_intents').where({ operation: 'settle', status: 'posted' }).whereRaw(`body->>'owner' = ?`, [account]).select('receipt'))
     .orderBy('receipt')
-    .select('receipt', 'txn_id', 'body');
-  const byReceipt = new Map<string, Array<{ txn_id: string; body: Record<string, any> }>>();
+    .select('receipt', 'txn_id', 'body', 'posted_at');
+  const byReceipt = new Map<string, Intent[]>();
   for (const row of rows) {
     const body = typeof row.body === 'string' ? JSON.parse(row.body) : row.body;
     if (!byReceipt.has(row.receipt)) byReceipt.set(row.receipt, []);
-    byReceipt.get(row.receipt)!.push({ txn_id: row.txn_id, body });
+    byReceipt.get(row.receipt)!.push({ txn_id: row.txn_id, body, posted_at: row.posted_at });
   }
   const earned = new Map<string, Earned>();
+  const byDay = new Map<string, Micros>();
   for (const intents of byReceipt.values()) {
     const levels = levelsOf(intents);
     levels.forEach((level, index) => {
@@ -84,9 +110,19 @@ export async function earningsOf(db: Knex, account: string): Promise<Map<string,
         figures.royalties_micros += net_micros;
       }
       earned.set(level.agent, figures);
+      byDay.set(level.day, (byDay.get(level.day) ?? 0) + net_micros);
     });
   }
-  return earned;
+  return { byVersion: earned, byDay };
+}
+
+/** The last `EARNINGS_DAYS` UTC days up to `now`'s, oldest first, with what was earned on each (0 when nothing). */
+export function earningsByDay(byDay: Map<string, Micros>, now: Date): Array<{ day: string; total: string }> {
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  return Array.from({ length: EARNINGS_DAYS }, (_, index) => {
+    const day = utcDay(new Date(today - (EARNINGS_DAYS - 1 - index) * 86_400_000));
+    return { day, total: formatMoney(byDay.get(day) ?? 0) };
+  });
 }
 
 /** One version in the author's view (`MyAgentVersion` of `openapi/gateway.yaml`). */
@@ -96,8 +132,15 @@ export interface MyVersion extends PublicationView {
   earned: { calls: number; share: string; royalties: string; total: string };
 }
 
-/** The author's view: every version it published (yanked ones included), newest first, and the total earned. */
-export async function myAgents(deps: EarningsDeps, account: string): Promise<{ currency: 'EUR'; versions: MyVersion[]; total: string }> {
+/**
+ * The author's view: every version it published (yanked ones included), newest first, the total
+ * earned, and what was earned on each of the last `EARNINGS_DAYS` UTC days up to `now`.
+ */
+export async function myAgents(
+  deps: EarningsDeps,
+  account: string,
+  now: Date = new Date(),
+): Promise<{ currency: 'EUR'; versions: MyVersion[]; total: string; by_day: Array<{ day: string; total: string }> }> {
   const { db } = deps;
   const rows = await db('hosted_publications as p')
     .join('gateway_agents as g', function joinVersion() {
@@ -106,7 +149,7 @@ export async function myAgents(deps: EarningsDeps, account: string): Promise<{ c
     .where('p.account', account)
     .orderBy([{ column: 'p.published_at', order: 'desc' }, { column: 'p.id' }, { column: 'p.version', order: 'desc' }])
     .select('p.*', 'g.manifest');
-  const earned = await earningsOf(db, account);
+  const { byVersion: earned, byDay } = await earningsOf(db, account);
   const credentials = new Map<string, boolean>();
   let total_micros = 0;
   const versions: MyVersion[] = [];
@@ -124,5 +167,5 @@ export async function myAgents(deps: EarningsDeps, account: string): Promise<{ c
       earned: { calls: figures.calls, share: formatMoney(figures.share_micros), royalties: formatMoney(figures.royalties_micros), total: formatMoney(version_micros) },
     });
   }
-  return { currency: 'EUR', versions, total: formatMoney(total_micros) };
+  return { currency: 'EUR', versions, total: formatMoney(total_micros), by_day: earningsByDay(byDay, now) };
 }

@@ -15,7 +15,7 @@ import { evaluateVersion, readEvaluations, type EvaluationDeps } from './evaluat
 import { suiteSourceFromEnv } from './eval-suites.ts';
 import { endpointAccess, type EndpointAccess } from './endpoints.ts';
 import type { Resolve } from './egress.ts';
-import { consolePages } from './console.ts';
+import { consolePages } from './console/pages.ts';
 import { runtimeFor } from '../runtimes/index.ts';
 import { readCatalog } from './catalog.ts';
 import { DEMO_PATH, demoCors, demoRunner } from './demo.ts';

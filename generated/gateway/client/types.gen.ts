@@ -710,6 +710,10 @@ export type MyAgents = {
     currency: 'EUR';
     versions: Array<MyAgentVersion>;
     total: Money;
+    /**
+     * What all your versions earned on each of the last 30 UTC days, today included, oldest first, days without earnings as 0 (the console's chart).
+     */
+    by_day: Array<EarningsDay>;
 };
 
 export type AdminAccount = {
@@ -936,6 +940,17 @@ export type DemoResult = {
      */
     output: unknown;
     billed: false;
+};
+
+/**
+ * What the account's versions earned on one UTC day (gateway §7 "Earnings"): shares and royalties, net of what they paid upstream, by the day their settlements were posted to the journal.
+ */
+export type EarningsDay = {
+    /**
+     * The UTC day, `YYYY-MM-DD`.
+     */
+    day: string;
+    total: Money;
 };
 
 /**

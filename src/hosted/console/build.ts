@@ -1,11 +1,11 @@
 /**
- * Builds the console's script (issue 11): `console/src/main.ts` and what it imports (the typed
+ * Builds the console's script (issue 11): `src/hosted/console/browser/main.ts` and what it imports (the typed
  * client of `clients/src`, the money parser of `src/contracts`) bundled by esbuild into one
- * browser file, `console/dist/console.js`. The bundle is committed, so a gateway installed
+ * browser file, `src/hosted/console/dist/console.js`. The bundle is committed, so a gateway installed
  * without dev dependencies or scripts (the `Dockerfile`) serves it as it is;
- * `tests/console-bundle.test.ts` fails when it differs from what this writes.
+ * `tests/console-pages.test.ts` fails when it differs from what this writes.
  *
- * `node --import tsx console/build.ts` (or `npm run build:console`) rewrites it.
+ * `node --import tsx src/hosted/console/build.ts` (or `npm run build:console`) rewrites it.
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -20,8 +20,9 @@ export const CONSOLE_BUNDLE = path.join(HERE, 'dist', 'console.js');
 /** Bundles the console: one ES2020 script, minified, no source map, no absolute path left in it. */
 export async function bundleConsole(): Promise<string> {
   const result = await build({
-    entryPoints: [path.join(HERE, 'src', 'main.ts')],
-    absWorkingDir: path.dirname(HERE),
+    entryPoints: [path.join(HERE, 'browser', 'main.ts')],
+    // The repository's root: the bundle is the same wherever the repository lies.
+    absWorkingDir: path.resolve(HERE, '..', '..', '..'),
     bundle: true,
     format: 'iife',
     platform: 'browser',

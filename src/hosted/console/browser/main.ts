@@ -3,10 +3,12 @@
  * that talks to it only through the typed client `@holon/client` over `/v0`. Signed out, it
  * offers "Sign in with GitHub" (the gateway's `/v0/auth/github` round trip ends at
  * `/console#login=<code>`, traded once with `POST /v0/auth/exchange`) or pasting a human key.
- * Signed in, four views: overview (balance, mandates), approvals, keys, receipts.
+ * Signed in, five views: overview (balance, mandates), approvals, keys, receipts, and the author
+ * section (agents: published versions, evaluations, earnings, endpoint credentials, connect a webhook).
  */
-import { createHolonClient, HolonError, type NewKey } from '../../clients/src/index.ts';
+import { createHolonClient, HolonError, type NewKey } from '../../../../clients/src/index.ts';
 import { approvalsView } from './approvals.ts';
+import { authorsView } from './authors.ts';
 import { describeError, type ConsoleContext } from './context.ts';
 import { h, replace } from './dom.ts';
 import { keysView, newKeyPanel } from './keys.ts';
@@ -20,6 +22,7 @@ const VIEWS = {
   approvals: { title: 'Approvals', render: approvalsView },
   keys: { title: 'Keys', render: keysView },
   receipts: { title: 'Receipts', render: receiptsView },
+  agents: { title: 'Agents', render: authorsView },
 } as const;
 
 type ViewName = keyof typeof VIEWS;
@@ -71,7 +74,7 @@ function showSignIn(message?: string): void {
       'section',
       { class: 'card sign-in', 'aria-labelledby': 'signin-title' },
       h('h2', { id: 'signin-title' }, 'Sign in'),
-      h('p', {}, 'See your balance, mandates, keys and receipts, and decide the calls waiting for your approval.'),
+      h('p', {}, 'See your balance, mandates, keys and receipts, decide the calls waiting for your approval, and publish agents and see what they earn.'),
       h('a', { class: 'button primary', href: '/v0/auth/github', id: 'github-signin' }, 'Sign in with GitHub'),
     ),
     form,

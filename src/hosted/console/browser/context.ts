@@ -2,7 +2,7 @@
  * What every view of the console is given: the typed client under the signed-in human key, the
  * account (`GET /v0/me`), and how to report an outcome or a refusal in the page's live region.
  */
-import { HolonError, type HolonClient, type Me } from '../../clients/src/index.ts';
+import { HolonError, type HolonClient, type Me } from '../../../../clients/src/index.ts';
 
 /** A view's surroundings. */
 export interface ConsoleContext {

@@ -1,7 +1,7 @@
 /**
  * The console's pages (issue 11, gateway §7): `GET /console` (the page, with the terms and
  * privacy links of `HOLON_SITE_URL`), `/console/console.js` (the committed bundle of
- * `console/src`, see `console/build.ts`) and `/console/console.css`, all from this process under
+ * `./browser`, see `./build.ts`) and `/console/console.css`, all from this process under
  * a Content-Security-Policy that allows nothing but this origin: no inline script or style, no
  * frame, no form posted anywhere. The page uses system fonts, so it loads no font at all.
  */
@@ -23,7 +23,7 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const CONSOLE_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'console');
+const CONSOLE_DIR = path.dirname(fileURLToPath(import.meta.url));
 
 /** Escapes a text for an HTML attribute or text node. */
 function escapeHtml(text: string): string {

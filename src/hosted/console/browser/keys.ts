@@ -4,7 +4,7 @@
  * shown once and never stored by the console, and a revoke button per key
  * (`DELETE /v0/keys/{prefix}`).
  */
-import type { KeyView, NewKey } from '../../clients/src/index.ts';
+import type { KeyView, NewKey } from '../../../../clients/src/index.ts';
 import { describeError, type ConsoleContext } from './context.ts';
 import { h } from './dom.ts';
 

@@ -5,8 +5,8 @@
  * through the CSS object model, which the Content-Security-Policy allows (inline `style`
  * attributes it refuses).
  */
-import { parseMoney } from '../../src/contracts/money.ts';
-import type { Budget } from '../../clients/src/index.ts';
+import { parseMoney } from '../../../contracts/money.ts';
+import type { Budget } from '../../../../clients/src/index.ts';
 import { h } from './dom.ts';
 
 /** The share of `part` in `total`, in percent (0..100); 0 when the total is 0. Display only: no money is computed from it. */

@@ -4,7 +4,7 @@
  * human key's three decisions (`POST /v0/approvals/{id}`): approve and run (`{}`), grant without
  * running (`{"run": false}`: the agent re-submits the call with `approval`), reject.
  */
-import type { Approval } from '../../clients/src/index.ts';
+import type { Approval } from '../../../../clients/src/index.ts';
 import { describeError, type ConsoleContext } from './context.ts';
 import { facts, h } from './dom.ts';
 

@@ -3,7 +3,7 @@
  * billing and splits, and the receipts of the calls it made nested under it; newest first, a
  * page at a time (`GET /v0/receipts?limit&cursor`), filterable by mandate.
  */
-import type { ReceiptTree } from '../../clients/src/index.ts';
+import type { ReceiptTree } from '../../../../clients/src/index.ts';
 import { describeError, type ConsoleContext } from './context.ts';
 import { facts, h } from './dom.ts';
 
