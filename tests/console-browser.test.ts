@@ -2,7 +2,9 @@
  * The console in a real browser (issue 11): headless Chromium (Debian's `chromium`, installed by
  * `.ci/run`) driven by playwright-core. One person's session, step by step: sign in with GitHub
  * through the stand-in, see the balance, a call made from the API that needs approval, approved
- * from the console by keyboard, the receipt tree updated, a key created and revoked. Every URL
+ * from the console by keyboard, the receipt tree updated, a key created and revoked; and an
+ * author's: a credential set, a webhook (a local https server) drafted, reviewed and published,
+ * called by a caller, its version, earnings and credential seen in the console. Every URL
  * the console loads has the gateway's origin; each page is checked for labelled controls and
  * for fitting 375 px without sideways scrolling, and saved as a screenshot under
  * `tests/artifacts/console/` (gitignored).
@@ -15,6 +17,8 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startGithubStandin, type GithubStandin } from './helpers/github-standin.ts';
 import { startTestHosted, uniqueAccount, type TestHosted } from './helpers/hosted.ts';
+import { selfSignedCertificate } from './helpers/https-agent.ts';
+import { startHttp, type TestServer } from './helpers/runtimes.ts';
 
 /** The browser: `HOLON_CHROMIUM`, else Debian's. */
 const CHROMIUM = process.env.HOLON_CHROMIUM ?? '/usr/bin/chromium';
@@ -23,6 +27,8 @@ const SITE = 'https://site.example';
 
 let github: GithubStandin;
 let hosted: TestHosted;
+/** The author's webhook: answers the number of words of `text`. */
+let webhook: TestServer;
 let browser: Browser;
 let page: Page;
 let origin: string;
@@ -36,8 +42,15 @@ const skip = missing && !process.env.CI ? `no browser at ${CHROMIUM} (apt-get in
 before(async () => {
   if (skip) return;
   github = await startGithubStandin();
+  const tls = selfSignedCertificate();
+  webhook = await startHttp((_req, res, body) => {
+    const words = String((JSON.parse(body) as { text?: unknown } | null)?.text ?? '').split(/\s+/).filter(Boolean).length;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ words }));
+  }, tls);
   hosted = await startTestHosted({
-    settings: { site_url: SITE, github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
+    // The author's webhook serves on loopback: private endpoints allowed, as in development (gateway §7 "Network safety").
+    settings: { site_url: SITE, allow_private_endpoints: true, github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
+    ca: tls.cert.toString('utf8'),
   });
   origin = new URL(hosted.running.url).origin;
   await mkdir(ARTIFACTS, { recursive: true });
@@ -57,13 +70,20 @@ async function freshPage(): Promise<void> {
 after(async () => {
   await browser?.close();
   await hosted?.close();
+  await webhook?.close();
   await github?.close();
 });
 
 /** Opens a view of the signed-in console by its navigation button and waits for its heading. */
-async function open(view: 'Overview' | 'Approvals' | 'Keys' | 'Receipts', heading: string): Promise<void> {
+async function open(view: 'Overview' | 'Approvals' | 'Keys' | 'Receipts' | 'Agents', heading: string): Promise<void> {
   await page.getByRole('navigation', { name: 'Console' }).getByRole('button', { name: view }).click();
   await page.getByRole('heading', { name: heading, level: 2 }).waitFor();
+}
+
+/** Opens the author section afresh (by way of the overview, so its heading is the new drawing's). */
+async function reopenAgents(): Promise<void> {
+  await open('Overview', 'Balance');
+  await open('Agents', 'Earnings');
 }
 
 /** Saves the page as `<name>.png` and checks what every page must be: labelled controls, no sideways scrolling at 375 px. */
@@ -281,4 +301,111 @@ test('a pasted key: a refused sign-in code, grant and reject, receipts paged and
   await page.getByRole('link', { name: 'Sign in with GitHub' }).waitFor();
   assert.equal(await page.evaluate(() => sessionStorage.length), 0);
   assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))], [origin]);
+});
+
+test('an author: set a credential, connect a webhook (draft, review, publish), a caller calls it, the console shows the version, its earnings and the credential', { skip }, async () => {
+  await freshPage();
+  const login = uniqueAccount('author');
+  const handle = login.toLowerCase();
+  const TOKEN = 'author-webhook-token-9';
+  await page.goto(`${origin}/console`);
+  github.approveNext({ id: 7_100_002, login, emails: [{ email: `${handle}@example.test`, primary: true, verified: true }] });
+  await page.getByRole('link', { name: 'Sign in with GitHub' }).click();
+  await page.getByTestId('balance').waitFor();
+
+  // Nothing published yet: nothing earned, an empty chart of 30 days.
+  await open('Agents', 'Earnings');
+  assert.equal(await page.getByTestId('earned-total').textContent(), '0.00 EUR');
+  assert.equal(await page.locator('.chart-day').count(), 30);
+  assert.match((await page.getByTestId('earnings-chart').getAttribute('aria-label')) ?? '', /^Nothing earned from \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}$/);
+
+  // The credential first, so the draft's example call already carries it.
+  await page.getByLabel(`Agent name (${handle}/…)`).fill('words');
+  await page.getByLabel('Endpoint credential', { exact: true }).fill(TOKEN);
+  await page.getByRole('button', { name: 'Set credential' }).click();
+  await page.getByRole('status').filter({ hasText: 'is set' }).waitFor();
+  assert.equal(await page.getByRole('status').textContent(), `The endpoint credential of ${handle}/words is set: it is sent to its endpoint on every call.`);
+
+  // Connect a webhook: a draft from one example call, reviewed, then published.
+  await page.getByLabel(`Name (${handle}/…)`, { exact: true }).fill('words');
+  await page.getByLabel('Webhook URL').fill(`${webhook.url}/words`);
+  await page.getByLabel('Example input (JSON)').fill('{"text": "one two three"}');
+  await page.getByLabel('Price per run in EUR (empty: free)').fill('0.05');
+  await page.getByRole('button', { name: 'Draft', exact: true }).click();
+  await page.getByTestId('draft-yaml').waitFor();
+  const yaml = (await page.getByTestId('draft-yaml').textContent()) ?? '';
+  assert.match(yaml, new RegExp(`^id: ${handle}/words$`, 'm'));
+  assert.match(yaml, /^version: 0\.1\.0$/m);
+  assert.match(yaml, /amount: "?0\.05"?$/m);
+  assert.deepEqual(webhook.received.map((request) => [request.path, request.headers.authorization, request.body]), [['/words', `Bearer ${TOKEN}`, '{"text":"one two three"}']]);
+  await checkAndSave('9-author-draft');
+  await page.getByRole('button', { name: `Publish ${handle}/words@0.1.0` }).click();
+  await page.getByRole('status').filter({ hasText: 'Published' }).waitFor();
+  assert.equal(await page.getByRole('status').textContent(), `Published ${handle}/words@0.1.0: callers can call it now.`);
+  const card = page.locator(`[data-agent="${handle}/words"]`);
+  assert.equal(await card.getByTestId('credential').textContent(), 'set');
+
+  // A caller calls it through the API; the author's share is posted to the journal by the outbox.
+  const caller = await hosted.signup();
+  const called = await hosted.http.post('/v0/calls').set('authorization', `Bearer ${caller.agent}`).send({ mandate: caller.mandate, agent: `${handle}/words`, input: { text: 'a b' } });
+  assert.equal(called.status, 200, JSON.stringify(called.body));
+  assert.deepEqual(called.body.output, { words: 2 });
+  const human = await page.evaluate(() => sessionStorage.getItem('holon.key'));
+  for (let poll = 0; ; poll += 1) {
+    const mine = await hosted.http.get('/v0/me/agents').set('authorization', `Bearer ${human}`).expect(200);
+    if (mine.body.total !== '0.00') break;
+    assert.ok(poll < 200, 'the settlement was not posted after 200 polls');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+
+  // The console shows the version, what it earned (the price less the 10% fee), on today's column, and the credential.
+  await reopenAgents();
+  assert.equal(await page.getByTestId('earned-total').textContent(), '0.045 EUR');
+  const version = page.locator(`[data-version="${handle}/words@0.1.0"]`);
+  assert.equal(await version.getByTestId('earned').textContent(), '0.045 EUR from 1 paid call (share 0.045, royalties 0.00)');
+  assert.equal(await version.locator('.hint').textContent(), 'No evaluation: no suite for the capabilities it claims.');
+  const today = new Date().toISOString().slice(0, 10);
+  assert.deepEqual(await page.locator('[data-earned-day]').evaluateAll((rows) => rows.map((row) => row.textContent)), [`${today}0.045`]);
+  assert.equal(await page.getByTestId('earnings-chart').getAttribute('aria-label'), `Earned from ${new Date(Date.parse(today) - 29 * 86_400_000).toISOString().slice(0, 10)} to ${today}: 1 day with earnings, best ${today} (0.045 EUR)`);
+  assert.equal(await card.getByTestId('credential').textContent(), 'set');
+  await checkAndSave('10-author');
+
+  // Removing the credential: the console and the API agree it is no longer set.
+  await page.getByRole('button', { name: `Remove the endpoint credential of ${handle}/words` }).click();
+  await page.getByRole('status').filter({ hasText: 'removed' }).waitFor();
+  assert.equal(await card.getByTestId('credential').textContent(), 'not set');
+  const removed = await hosted.http.get('/v0/me/agents').set('authorization', `Bearer ${human}`).expect(200);
+  assert.equal(removed.body.versions[0].credential_set, false);
+
+  // A version claiming a capability with a suite is evaluated in the background: its score and public cases in detail.
+  const manifest = {
+    id: `${handle}/words`,
+    version: '0.2.0',
+    summary: 'Counts words.',
+    capabilities: ['data.profile'],
+    interface: { input: { type: 'object' }, output: { type: 'object' } },
+    price: { model: 'per_run', amount: '0.05', currency: 'EUR' },
+    runtime: { kind: 'webhook', endpoint: `${webhook.url}/words` },
+    license: 'proprietary',
+  };
+  await hosted.http.post('/v0/agents').set('authorization', `Bearer ${human}`).send(manifest).expect(201);
+  let evaluation: { status: string; passed: number; total: number; cases: Array<{ name: string; pass: boolean }> } | undefined;
+  for (let poll = 0; evaluation?.status !== 'done'; poll += 1) {
+    assert.ok(poll < 400, 'the evaluation was not done after 400 polls');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const mine = await hosted.http.get('/v0/me/agents').set('authorization', `Bearer ${human}`).expect(200);
+    evaluation = mine.body.versions.find((v: { agent: string }) => v.agent === `${handle}/words@0.2.0`)?.evaluations[0];
+  }
+  await reopenAgents();
+  const evaluated = page.locator(`[data-version="${handle}/words@0.2.0"] [data-evaluation="data.profile"]`);
+  assert.equal(await evaluated.getByTestId('evaluation-score').textContent(), `${evaluation!.passed} of ${evaluation!.total} passed`);
+  assert.equal(evaluation!.total, 5);
+  assert.deepEqual(await evaluated.locator('[data-case] summary').allTextContents(), evaluation!.cases.map((c) => `${c.pass ? 'pass' : 'fail'} ${c.name}`));
+  await evaluated.locator('[data-case] summary').first().click();
+  await evaluated.locator('[data-case] details[open] pre').first().waitFor();
+
+  await page.setViewportSize({ width: 1024, height: 768 });
+  await reopenAgents();
+  await page.screenshot({ path: path.join(ARTIFACTS, '11-author-wide.png'), fullPage: true });
+  assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))].sort(), [origin, github.url].sort());
 });

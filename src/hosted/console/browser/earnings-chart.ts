@@ -20,7 +20,7 @@ export function earningsChart(days: EarningsDay[], currency: string): HTMLElemen
   const label =
     earning.length === 0
       ? `Nothing earned from ${days[0]?.day} to ${days.at(-1)?.day}`
-      : `Earned from ${days[0].day} to ${days.at(-1)!.day}: ${earning.length} days with earnings, best ${bestDay.day} (${bestDay.total} ${currency})`;
+      : `Earned from ${days[0].day} to ${days.at(-1)!.day}: ${earning.length} ${earning.length === 1 ? 'day' : 'days'} with earnings, best ${bestDay.day} (${bestDay.total} ${currency})`;
   const chart = h('div', { class: 'chart', role: 'img', 'aria-label': label, 'data-testid': 'earnings-chart' });
   days.forEach((day, index) => {
     const column = h('span', { class: 'chart-day', 'data-day': day.day });
