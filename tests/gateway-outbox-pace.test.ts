@@ -176,3 +176,27 @@ test("intents claimed by another poster are left alone until the claim's lease p
   assert.deepEqual(standIn.posts, ['settle settle:r1', 'release hold:r1']);
   assert.deepEqual((await intents().orderBy('seq').select('status', 'claimed_until')).map((row) => [row.status, row.claimed_until]), [['posted', null], ['posted', null]]);
 });
+
+test('at start-up a restarted gateway frees the claims its crashed predecessor held, so their intents are posted at once', async () => {
+  const standIn = await startStandIn();
+  const store = await freshStore();
+  const database = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') });
+  cleanup.push(async () => {
+    standIn.server.close();
+    await database.close();
+    await rm(store.db, { recursive: true, force: true });
+  });
+  const outbox = new Outbox(database.knex, new ClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS });
+  await database.knex.transaction(async (trx) => {
+    await trx('gateway_receipts').insert({ id: 'r1', root_mandate: 'p/m', status: 'succeeded', document: '{}' });
+    await outbox.write(trx, [
+      { operation: 'settle', receipt: 'r1', body: { txnId: 'settle:r1', caller: 'p', owner: 'a', rate: 1, retail: 1, ref: 'r1' } },
+      { operation: 'release-hold', receipt: 'r1', body: { holdId: 'hold:r1', reason: 'call settled' } },
+    ]);
+  });
+  // The crashed predecessor's claim: its lease would run for another hour.
+  await database.knex('gateway_settlement_intents').where({ receipt: 'r1' }).update({ claimed_until: database.knex.raw(`clock_timestamp() + interval '1 hour'`) });
+  assert.equal(await outbox.freeClaims(), 2);
+  await outbox.drain();
+  assert.deepEqual(standIn.posts, ['settle settle:r1', 'release hold:r1']);
+});

@@ -77,7 +77,8 @@ describe('GET /v0/catalog', () => {
     const catalog = await readCatalog(db, await Registry.fromDatabase(db), false);
     const listed = catalog.agents.find((agent) => agent.id === 'pubns/closed');
     assert.deepEqual([listed?.published, listed?.proprietary, listed?.declared.license], [true, true, 'proprietary']);
-    await db('gateway_agents').where({ id: 'pubns/closed' }).delete();
+    // A published version can never be deleted (gateway §7, enforced by the database): yank it, so the rest of the file sees the registry as before.
+    await db('gateway_agents').where({ id: 'pubns/closed' }).update({ listed: false });
   });
 
   describe('POST /v0/demo/{ns}/{name}', () => {

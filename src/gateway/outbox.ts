@@ -204,6 +204,16 @@ export class Outbox {
     return count > this.settings.max_pending ? { pending: count, max_pending: this.settings.max_pending } : null;
   }
 
+  /**
+   * Frees every claim on pending intents; run at start-up, after restart recovery. A claim found
+   * then was taken by a process that is gone, or by a live one: posting its intent again only
+   * repeats an idempotent post (clearing-contract §9), while waiting out the lease would leave a
+   * crashed process's settlements and holds stale for up to `lease_ms` (issue 12 §3). Answers how many.
+   */
+  async freeClaims(): Promise<number> {
+    return this.db('gateway_settlement_intents').where({ status: 'pending' }).whereNotNull('claimed_until').update({ claimed_until: null });
+  }
+
   private countPending(): Promise<number> {
     this.counting ??= (async () => {
       try {

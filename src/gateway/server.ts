@@ -285,6 +285,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     await lease.forget(dead);
   };
   await recover(true);
+  await outbox.freeClaims();
   outbox.start();
   closers.push(() => outbox.stop());
   // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).
