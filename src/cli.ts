@@ -31,13 +31,18 @@ function closeOnSignal(close: () => Promise<void>): void {
  * any failure is one line on stderr and exit code 1, not a stack trace.
  */
 async function starting<T>(what: string, port: number | null, start: () => Promise<T>): Promise<T> {
+  const { checkDatabaseUrl, redactedUrl } = await import('./db/index.ts');
+  const url = process.env.DATABASE_URL;
   try {
-    const { checkDatabaseUrl } = await import('./db/index.ts');
-    if (process.env.DATABASE_URL) checkDatabaseUrl(process.env.DATABASE_URL);
+    if (url) checkDatabaseUrl(url);
     if (port !== null) await assertPortFree(port);
     return await start();
   } catch (error) {
-    process.stderr.write(`holon: could not start ${what}: ${(error as Error).message.split('\n')[0]}\n`);
+    const code = (error as { code?: unknown }).code;
+    // A driver or network code (ECONNREFUSED, ENOTFOUND, 28P01 ...) while DATABASE_URL is set comes from that server.
+    const fromDatabase = url && typeof code === 'string' && code !== 'EADDRINUSE';
+    const message = (error as Error).message.split('\n')[0];
+    process.stderr.write(`holon: could not start ${what}: ${fromDatabase ? `DATABASE_URL ${redactedUrl(url)}: ${message}` : message}\n`);
     process.exit(1);
   }
 }

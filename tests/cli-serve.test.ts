@@ -83,7 +83,7 @@ test('DATABASE_URL: another scheme is refused in one line with the password hidd
   );
   const down = await holon(['clearing', 'serve', '--port', '0'], { env: { DATABASE_URL: `postgresql://holon:secret@127.0.0.1:${port}/holon` } });
   assert.equal(down.code, 1);
-  assert.equal(down.stderr, `holon: could not start the clearing binding: connect ECONNREFUSED 127.0.0.1:${port}\n`);
+  assert.equal(down.stderr, `holon: could not start the clearing binding: DATABASE_URL postgresql://holon:***@127.0.0.1:${port}/holon: connect ECONNREFUSED 127.0.0.1:${port}\n`);
 });
 
 test('HOLON_LOG_LEVEL must be a level; an unknown one lists the levels', async () => {

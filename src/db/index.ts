@@ -42,12 +42,21 @@ export function checkDatabaseUrl(url: string, name = 'DATABASE_URL'): string {
   try {
     parsed = new URL(url);
   } catch {
-    // Not a URL at all: shown as is below, never parsed further.
+    // Not a URL at all: shown (shortened) by redactedUrl, never parsed further.
   }
   if (parsed && (parsed.protocol === 'postgres:' || parsed.protocol === 'postgresql:') && parsed.hostname) return url;
-  if (parsed?.password) parsed.password = '***';
-  const shown = parsed ? parsed.toString() : url.slice(0, 200);
-  throw new Error(`${name} must be a postgres:// or postgresql:// URL with a host, e.g. postgres://holon@127.0.0.1:5432/holon; got ${JSON.stringify(shown)}`);
+  throw new Error(`${name} must be a postgres:// or postgresql:// URL with a host, e.g. postgres://holon@127.0.0.1:5432/holon; got ${JSON.stringify(redactedUrl(url))}`);
+}
+
+/** A database URL fit for a message: its password replaced by `***` (text that is no URL: its first 200 characters). */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.slice(0, 200);
+  }
 }
 
 /**
