@@ -50,6 +50,7 @@
  * Credentials (DESIGN open point 13): the only `Authorization` sent is `Bearer <author's endpoint
  * credential>`; nothing of the caller's reaches the agent but the input and the cap.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -282,7 +283,7 @@ function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, curr
     const watch = current();
     const resumption = init?.method === 'GET' && new Headers(init.headers).has('last-event-id');
     if (resumption) {
-      await pause(watch.resumed_ms + MIN_RESUME_GAP_MS - Date.now(), init?.signal ?? undefined);
+      await sleep(Math.max(0, watch.resumed_ms + MIN_RESUME_GAP_MS - Date.now()), undefined, { signal: init?.signal ?? undefined });
       watch.resumed_ms = Date.now();
     }
     let response: Response;
@@ -309,18 +310,6 @@ function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, curr
       onEnd: resumption || carriesToolCall(init) ? unanswered : undefined,
     });
   };
-}
-
-/** Waits `ms` (nothing when ≤ 0); rejects when `signal` aborts first. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
-  });
 }
 
 /** Whether a request body is the `tools/call` request. */
