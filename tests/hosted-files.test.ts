@@ -104,6 +104,9 @@ test('an upload answers the handle, size, SHA-256 and expiry; the media type is 
     sha256: createHash('sha256').update(bytes).digest('hex'),
     expires_at: new Date(now_ms + 86_400_000).toISOString(),
   });
+  // Whitespace around the media type (allowed before `;` by RFC 9110 §5.6.6) is not part of it.
+  const spaced = await upload(alice.human, bytes, 'text/csv ; charset=utf-8').expect(201);
+  assert.equal(spaced.body.content_type, 'text/csv; charset=utf-8');
 });
 
 test('uploads past the bounds are refused and store nothing; the quota counts live files of the account, whichever key uploaded', async () => {

@@ -210,7 +210,7 @@ export class Gateway {
       this.parseRequest(call);
       await this.resolve(call);
       this.checkInput(call);
-      await this.checkFiles(call);
+      if (this.files) await this.checkFiles(this.files, call);
       const pending = await this.admit(call);
       if (pending) return pending;
       return await this.reserveAndRun(call);
@@ -314,11 +314,10 @@ export class Gateway {
    * approval with someone else's file) and again when an approved call runs, which also signs
    * fresh links. Refused 404 `file_not_found` (or 422 `too_many_files`), never billed.
    */
-  private async checkFiles(call: Call): Promise<void> {
-    if (!this.files) return;
+  private async checkFiles(files: FileAttacher, call: Call): Promise<void> {
     const root = this.rootMandate(call);
     const issuer = root === call.mandate.id ? call.mandate.mandate.issuer : (await loadMandate(this.deps.db, root))!.mandate.issuer;
-    const attached = await this.files(call.request.input, issuer);
+    const attached = await files(call.request.input, issuer);
     if (!attached.ok) throw new Stop('rejected_input', attached.code === 'file_not_found' ? 404 : 422, attached.code, attached.message);
     call.files = attached.links;
   }

@@ -58,8 +58,8 @@ const MAX_CONTENT_TYPE_CHARS = 255;
  * the `Content-Type` header of a download.
  */
 export function storedContentType(type: string, charset: string): string {
-  if (type === '') return 'application/octet-stream';
-  const media = type.toLowerCase();
+  const media = type.trim().toLowerCase();
+  if (media === '') return 'application/octet-stream';
   const full = charset === '' ? media : `${media}; charset=${charset.toLowerCase()}`;
   if (!MEDIA_TYPE.test(media) || (charset !== '' && !CHARSET.test(charset)) || full.length > MAX_CONTENT_TYPE_CHARS) {
     throw new HttpError(422, 'invalid_request', `invalid request: Content-Type ${JSON.stringify(type)} is not a media type of at most ${MAX_CONTENT_TYPE_CHARS} characters; send the file as application/octet-stream if unsure`);
