@@ -147,7 +147,12 @@ test('two outboxes on one database post each of 120 intents exactly once, each s
   assert.deepEqual(statuses.map((row) => [row.status, Number(row.n)]), [['posted', 2 * RECEIPTS]]);
 });
 
-test("intents claimed by another poster are left alone until the claim's lease passes, then posted (a crashed claimer's rows come back)", async () => {
+/**
+ * An outbox (polling hourly, so only what a test does posts) in front of a stand-in binding, with
+ * the two intents of receipt `r1` (its settle, then its release) claimed by a poster that crashed:
+ * their lease runs for another hour.
+ */
+async function intentsOfACrashedPoster() {
   const standIn = await startStandIn();
   const store = await freshStore();
   const database = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') });
@@ -165,8 +170,12 @@ test("intents claimed by another poster are left alone until the claim's lease p
     ]);
   });
   const intents = () => database.knex('gateway_settlement_intents').where({ receipt: 'r1' });
-  // A poster that claimed both and then crashed: its lease runs for another hour.
   await intents().update({ claimed_until: database.knex.raw(`clock_timestamp() + interval '1 hour'`) });
+  return { standIn, database, outbox, intents };
+}
+
+test("intents claimed by another poster are left alone until the claim's lease passes, then posted (a crashed claimer's rows come back)", async () => {
+  const { standIn, database, outbox, intents } = await intentsOfACrashedPoster();
   outbox.postReceipt('r1');
   await outbox.drain();
   assert.deepEqual(standIn.posts, []);
@@ -178,24 +187,7 @@ test("intents claimed by another poster are left alone until the claim's lease p
 });
 
 test('at start-up a restarted gateway frees the claims its crashed predecessor held, so their intents are posted at once', async () => {
-  const standIn = await startStandIn();
-  const store = await freshStore();
-  const database = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') });
-  cleanup.push(async () => {
-    standIn.server.close();
-    await database.close();
-    await rm(store.db, { recursive: true, force: true });
-  });
-  const outbox = new Outbox(database.knex, new ClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS });
-  await database.knex.transaction(async (trx) => {
-    await trx('gateway_receipts').insert({ id: 'r1', root_mandate: 'p/m', status: 'succeeded', document: '{}' });
-    await outbox.write(trx, [
-      { operation: 'settle', receipt: 'r1', body: { txnId: 'settle:r1', caller: 'p', owner: 'a', rate: 1, retail: 1, ref: 'r1' } },
-      { operation: 'release-hold', receipt: 'r1', body: { holdId: 'hold:r1', reason: 'call settled' } },
-    ]);
-  });
-  // The crashed predecessor's claim: its lease would run for another hour.
-  await database.knex('gateway_settlement_intents').where({ receipt: 'r1' }).update({ claimed_until: database.knex.raw(`clock_timestamp() + interval '1 hour'`) });
+  const { standIn, outbox } = await intentsOfACrashedPoster();
   assert.equal(await outbox.freeClaims(), 2);
   await outbox.drain();
   assert.deepEqual(standIn.posts, ['settle settle:r1', 'release hold:r1']);
