@@ -86,12 +86,51 @@ async function releaseLock(release: (() => Promise<void>) | null): Promise<void>
   }
 }
 
+/** The advisory lock migrating processes take in turn on Postgres (`pg_advisory_lock(bigint)`): "holonmig" in ASCII. */
+const MIGRATION_LOCK = '7525352728209221991';
+
+/** How long a starting process waits for another one's migrations, at most, in seconds (default of `openDatabase`'s `migrationWaitS`). */
+export const MIGRATION_WAIT_S = 300;
+
+/**
+ * Brings a Postgres schema up to date while holding {@link MIGRATION_LOCK}, so processes starting
+ * at once on one database (issue 12 §4) migrate one after another: the first runs what is
+ * missing, the others then find nothing to do. knex's own lock row cannot serve, since creating
+ * its tables on an empty database is itself the race. Throws naming `wait_s` (seconds) when the
+ * lock is not had within it, or the failing migration's error.
+ */
+async function migrateExclusively(db: Knex, wait_s: number): Promise<void> {
+  const connection = (await db.client.acquireConnection()) as { query(text: string, values?: unknown[]): Promise<unknown> };
+  try {
+    await connection.query(`SET lock_timeout = '${Math.ceil(wait_s * 1000)}ms'`);
+    try {
+      await connection.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55P03') throw error;
+      throw new Error(`another process has been migrating this database for more than ${wait_s} s (the bound on waiting for it): is it stuck?`);
+    } finally {
+      await connection.query('RESET lock_timeout');
+    }
+    try {
+      await db.migrate.latest({ migrationSource });
+    } finally {
+      await connection.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    }
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}
+
 /**
  * Opens the database and brings its schema up to date.
  * A PGlite directory is locked for this process (nothing else locks it, and two processes on one
  * directory lose writes); a second opener fails with "already being used by another process".
+ * On Postgres `poolMax` (default 10) is at least 2: migrating holds one connection for its lock
+ * (`migrateExclusively`) while knex migrates on another; a smaller one throws. `migrationWaitS`
+ * bounds the wait for another process's migrations (default {@link MIGRATION_WAIT_S}).
  */
-export async function openDatabase(target: DatabaseTarget, options: { poolMax?: number } = {}): Promise<Database> {
+export async function openDatabase(target: DatabaseTarget, options: { poolMax?: number; migrationWaitS?: number } = {}): Promise<Database> {
+  if ('url' in target && options.poolMax !== undefined && options.poolMax < 2) throw new Error(`poolMax is ${options.poolMax}: a Postgres pool needs at least 2 connections (one holds the migration lock)`);
   let release: (() => Promise<void>) | null = null;
   let db: Knex;
   if ('url' in target) {
@@ -118,7 +157,7 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
     db = knex({ client: ClientPgLite as unknown as typeof knex.Client, dialect: 'postgres', connection });
   }
   try {
-    await db.migrate.latest({ migrationSource });
+    await ('url' in target ? migrateExclusively(db, options.migrationWaitS ?? MIGRATION_WAIT_S) : db.migrate.latest({ migrationSource }));
   } catch (error) {
     await db.destroy();
     await releaseLock(release);
