@@ -11,6 +11,7 @@
  */
 import type { Knex } from 'knex';
 import { formatMoney, type Micros } from '../contracts/money.ts';
+import { int } from '../db/index.ts';
 import { publicationView, type PublicationView } from './publish.ts';
 
 /** What the author's view needs besides the database; both hooks are wired at the composition root. */
@@ -42,39 +43,29 @@ export interface AccountEarnings {
   byDay: Map<string, Micros>;
 }
 
-/** One posted settlement of a paid call: who received it, for which version, at which level of the chain, and when. */
-interface Level {
-  level: number;
-  agent: string;
-  account: string;
-  received_micros: Micros;
-  /** The UTC day it was posted, `YYYY-MM-DD`. */
-  day: string;
-}
-
-/** The UTC day of a timestamp (a `Date`, or the text an engine answers for `timestamptz`), `YYYY-MM-DD`. */
-function utcDay(at: Date | string): string {
-  return new Date(at).toISOString().slice(0, 10);
-}
-
-/** The levels of one paid call from its posted settlements (`settle:` is level 0, `royalty:…:<k>` level k). */
-function levelsOf(intents: Intent[]): Level[] {
-  return intents
-    .map(({ txn_id, body, posted_at }) => {
-      const day = utcDay(posted_at);
-      if (txn_id.startsWith('settle:')) return { level: 0, agent: body.memo as string, account: body.owner as string, received_micros: Number(body.rate), day };
-      const level = Number(txn_id.slice(txn_id.lastIndexOf(':') + 1));
-      return { level, agent: (body.memo as string).slice(ROYALTY_MEMO.length), account: body.owner as string, received_micros: Number(body.retail), day };
-    })
-    .sort((a, b) => a.level - b.level);
-}
-
-/** A posted settlement intent as read back. */
-interface Intent {
-  txn_id: string;
-  body: Record<string, any>;
-  posted_at: Date | string;
-}
+/**
+ * What `account` received per version, kind (as the called version, or as an upstream level) and
+ * UTC day, net of the royalty it paid one level further up: a settlement is level 0
+ * (`settle:…`, received `rate`) or level k (`royalty:…:<k>`, received `retail`, the version after
+ * the memo's prefix). Summed by the database, so the rows read are versions × days, however
+ * many calls were paid. Bindings: where the version starts in a royalty's memo (after
+ * {@link ROYALTY_MEMO}), then the account twice.
+ */
+const EARNINGS_SQL = `
+  WITH levels AS (
+    SELECT i.receipt, i.posted_at, i.body->>'owner' AS account,
+           CASE WHEN i.txn_id LIKE 'settle:%' THEN 0 ELSE substring(i.txn_id FROM ':([0-9]+)$')::integer END AS level,
+           CASE WHEN i.txn_id LIKE 'settle:%' THEN i.body->>'memo' ELSE substr(i.body->>'memo', ?::integer) END AS agent,
+           CASE WHEN i.txn_id LIKE 'settle:%' THEN (i.body->>'rate')::bigint ELSE (i.body->>'retail')::bigint END AS received
+      FROM gateway_settlement_intents i
+     WHERE i.operation = 'settle' AND i.status = 'posted'
+       AND i.receipt IN (SELECT receipt FROM gateway_settlement_intents WHERE operation = 'settle' AND status = 'posted' AND body->>'owner' = ?)
+  )
+  SELECT l.agent, l.level = 0 AS own, to_char(l.posted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+         count(*) AS calls, sum(l.received - coalesce(u.received, 0))::bigint AS net
+    FROM levels l LEFT JOIN levels u ON u.receipt = l.receipt AND u.level = l.level + 1
+   WHERE l.account = ?
+   GROUP BY 1, 2, 3`;
 
 /**
  * What each version of `account`'s agents earned, by `ns/name@x.y.z`, and what they earned
@@ -82,38 +73,27 @@ interface Intent {
  * received money.
  */
 export async function earningsOf(db: Knex, account: string): Promise<AccountEarnings> {
-  const rows = await db('gateway_settlement_intents')
-    .where({ operation: 'settle', status: 'posted' })
-    .whereIn('receipt', db('gateway_settlement_intents').where({ operation: 'settle', status: 'posted' }).whereRaw(`body->>'owner' = ?`, [account]).select('receipt'))
-    .orderBy('receipt')
-    .select('receipt', 'txn_id', 'body', 'posted_at');
-  const byReceipt = new Map<string, Intent[]>();
-  for (const row of rows) {
-    const body = typeof row.body === 'string' ? JSON.parse(row.body) : row.body;
-    if (!byReceipt.has(row.receipt)) byReceipt.set(row.receipt, []);
-    byReceipt.get(row.receipt)!.push({ txn_id: row.txn_id, body, posted_at: row.posted_at });
-  }
-  const earned = new Map<string, Earned>();
+  const { rows } = await db.raw(EARNINGS_SQL, [ROYALTY_MEMO.length + 1, account, account]);
+  const byVersion = new Map<string, Earned>();
   const byDay = new Map<string, Micros>();
-  for (const intents of byReceipt.values()) {
-    const levels = levelsOf(intents);
-    levels.forEach((level, index) => {
-      if (level.account !== account) return;
-      const upstream = levels[index + 1];
-      const paid_micros = upstream && upstream.level === level.level + 1 ? upstream.received_micros : 0;
-      const figures = earned.get(level.agent) ?? { calls: 0, share_micros: 0, royalties_micros: 0 };
-      const net_micros = level.received_micros - paid_micros;
-      if (level.level === 0) {
-        figures.calls += 1;
-        figures.share_micros += net_micros;
-      } else {
-        figures.royalties_micros += net_micros;
-      }
-      earned.set(level.agent, figures);
-      byDay.set(level.day, (byDay.get(level.day) ?? 0) + net_micros);
-    });
+  for (const row of rows as Array<{ agent: string; own: boolean; day: string; calls: unknown; net: unknown }>) {
+    const net_micros = int(row.net);
+    const figures = byVersion.get(row.agent) ?? { calls: 0, share_micros: 0, royalties_micros: 0 };
+    if (row.own) {
+      figures.calls += int(row.calls);
+      figures.share_micros += net_micros;
+    } else {
+      figures.royalties_micros += net_micros;
+    }
+    byVersion.set(row.agent, figures);
+    byDay.set(row.day, (byDay.get(row.day) ?? 0) + net_micros);
   }
-  return { byVersion: earned, byDay };
+  return { byVersion, byDay };
+}
+
+/** The UTC day of an instant, `YYYY-MM-DD`. */
+function utcDay(at: Date): string {
+  return at.toISOString().slice(0, 10);
 }
 
 /** The last `EARNINGS_DAYS` UTC days up to `now`'s, oldest first, with what was earned on each (0 when nothing). */
