@@ -70,11 +70,13 @@ test('a hosted gateway with traffic is backed up, restored elsewhere and comes b
     // A file with every byte value, so an encoding that is not byte-exact shows.
     const bytes = Buffer.from(Array.from({ length: 512 }, (_, i) => i % 256));
     await first.http.post('/v0/files').set(bearer(alice.agent)).set('content-type', 'application/octet-stream').send(bytes).expect(201);
+    // A second file: the backup reads a table of files one row at a time.
+    await first.http.post('/v0/files').set(bearer(bob.agent)).set('content-type', 'text/plain').send(Buffer.from('second')).expect(201);
     await first.running.outbox.drain();
     const before = await snapshot(first);
     assert.equal(before.receipts.length, 5);
-    assert.equal(before.files.length, 1);
-    assert.equal(before.files[0].bytes, bytes.toString('hex'));
+    assert.equal(before.files.length, 2);
+    assert.deepEqual(before.files.map((f) => f.bytes).sort(), [bytes.toString('hex'), Buffer.from('second').toString('hex')].sort());
     await first.close({ keep: true });
 
     await holon(['backup', '--out', file], first.store);

@@ -129,9 +129,31 @@ async function migrationsOf(db: Knex): Promise<string[]> {
   return (await db('knex_migrations').orderBy('name').pluck('name')) as string[];
 }
 
+/** Rows a backup holds in memory at once, per table: 500; 1 for a table of files (up to 20 MiB a row). */
+const FETCH_ROWS = 500;
+const FETCH_ROWS_WITH_FILES = 1;
+
+/**
+ * Every row of `table`, read through a cursor of the transaction `trx` (Postgres and PGlite alike)
+ * `batch` rows at a time, so a backup's memory does not grow with the database.
+ */
+async function* rowsOf(trx: Knex.Transaction, table: string, batch: number): AsyncGenerator<Record<string, unknown>> {
+  await trx.raw(`DECLARE holon_backup_rows NO SCROLL CURSOR FOR SELECT * FROM "${table}"`);
+  try {
+    for (;;) {
+      const { rows } = await trx.raw(`FETCH ${batch} FROM holon_backup_rows`);
+      if (rows.length === 0) return;
+      yield* rows;
+    }
+  } finally {
+    await trx.raw('CLOSE holon_backup_rows');
+  }
+}
+
 /**
  * Writes every row and counter of `stores` to `out` (a file path); each store is read in one
- * repeatable-read transaction, so a Postgres backup is consistent while the gateway runs.
+ * repeatable-read transaction, so a Postgres backup is consistent while the gateway runs, a few
+ * rows at a time (`FETCH_ROWS`).
  * Returns the number of rows written.
  */
 export async function backup(stores: readonly Store[], out: string): Promise<number> {
@@ -148,7 +170,7 @@ export async function backup(stores: readonly Store[], out: string): Promise<num
           const tables = await tablesOf(trx, store);
           for (const table of tables) {
             const bytea = await byteaColumns(trx, table);
-            for (const row of await trx(table).select('*')) {
+            for await (const row of rowsOf(trx, table, bytea.size > 0 ? FETCH_ROWS_WITH_FILES : FETCH_ROWS)) {
               await write({ table, row: convertColumns(row, bytea, (bytes: Uint8Array) => Buffer.from(bytes).toString('base64')) });
               rows += 1;
             }
