@@ -8,22 +8,14 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
+import { closedPort } from './helpers/cli.ts';
 import { freshStore } from './helpers/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CSV = 'id,name\n1,Ada\n2,Alan\n';
-
-/** A port that was free a moment ago. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Whether something accepts connections on 127.0.0.1:`port`. */
 function listening(port: number): Promise<boolean> {
@@ -121,7 +113,7 @@ async function csvProfileEndpoint(url: string): Promise<string> {
 }
 
 test('after kill -9 of holon serve the agents host exits with it, and a restart on the same ports works, 10 rounds', async () => {
-  const place: Place = { port: await freePort(), agents_port: await freePort(), store: await freshStore() };
+  const place: Place = { port: await closedPort(), agents_port: await closedPort(), store: await freshStore() };
   const dirs = [place.store.db];
   try {
     for (let round = 1; round <= 10; round++) {
@@ -156,8 +148,8 @@ test('after kill -9 of holon serve the agents host exits with it, and a restart 
 });
 
 test('two dev gateways run side by side on their own --port, --db and --agents-port (or HOLON_AGENTS_PORT); each calls its own host', async () => {
-  const one: Place = { port: await freePort(), agents_port: await freePort(), store: await freshStore() };
-  const two: Place = { port: await freePort(), agents_port: await freePort(), store: await freshStore(), through_env: true };
+  const one: Place = { port: await closedPort(), agents_port: await closedPort(), store: await freshStore() };
+  const two: Place = { port: await closedPort(), agents_port: await closedPort(), store: await freshStore(), through_env: true };
   const served: Served[] = [];
   try {
     served.push(await serve(one), await serve(two));
@@ -179,7 +171,7 @@ test('two dev gateways run side by side on their own --port, --db and --agents-p
 
 test('a malformed HOLON_AGENTS_PORT is one line naming it, exit code 1', async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, HOLON_AGENTS_PORT: '43a', HOLON_LOG_LEVEL: 'silent' };
-  const child = spawn(process.execPath, ['src/bin.mjs', 'serve', '--port', String(await freePort()), '--db', '/nonexistent/never-opened'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['src/bin.mjs', 'serve', '--port', String(await closedPort()), '--db', '/nonexistent/never-opened'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise((resolve) => child.once('exit', resolve));

@@ -9,14 +9,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { closedPort } from './helpers/cli.ts';
 import { FIXTURE_AGENTS, freshStore, waitFor } from './helpers/gateway.ts';
 import { ADMIN_KEY, inconsistentClaims, startTestHosted, uniqueAccount } from './helpers/hosted.ts';
 
 const CALLS = 60;
-const PORT = 42220;
 
 test(`after kill -9 among ${CALLS} idempotent calls, every claim agrees with its receipt, and each key answers as its receipt says`, async () => {
   const store = await freshStore();
+  // Chosen once: the restarted gateway listens where the first one did.
+  const PORT = await closedPort();
   const child = spawn(process.execPath, ['src/bin.mjs', 'serve', '--hosted', '--port', String(PORT), '--db', store.db], {
     env: {
       ...process.env,

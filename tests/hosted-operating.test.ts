@@ -17,10 +17,8 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { freshStore, waitFor } from './helpers/gateway.ts';
+import { closedPort } from './helpers/cli.ts';
 import { startTestHosted } from './helpers/hosted.ts';
-
-/** Ports of the image's command in this test (this area's range). */
-const PORTS = { gateway: 42210, agents: 42211 };
 
 test('request logs carry method, path, status, duration and the key prefix; never a key, a query or an input', async () => {
   const lines: string[] = [];
@@ -130,6 +128,7 @@ describe('the Dockerfile (gateway §7 "Operating")', () => {
       }
       await symlink(path.join(ROOT, 'node_modules'), path.join(app, 'node_modules'), 'dir');
       const store = await freshStore();
+      const PORTS = { gateway: await closedPort(), agents: await closedPort() };
       // Production needs PostgreSQL: on a PGlite run the command is checked to refuse without it, then started in development mode.
       const production = store.database_url !== undefined;
       const settings = {
