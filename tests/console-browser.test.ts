@@ -364,9 +364,13 @@ test('an author: set a credential, connect a webhook (draft, review, publish), a
   const version = page.locator(`[data-version="${handle}/words@0.1.0"]`);
   assert.equal(await version.getByTestId('earned').textContent(), '0.045 EUR from 1 paid call (share 0.045, royalties 0.00)');
   assert.equal(await version.locator('.hint').textContent(), 'No evaluation: no suite for the capabilities it claims.');
-  const today = new Date().toISOString().slice(0, 10);
-  assert.deepEqual(await page.locator('[data-earned-day]').evaluateAll((rows) => rows.map((row) => row.textContent)), [`${today}0.045`]);
-  assert.equal(await page.getByTestId('earnings-chart').getAttribute('aria-label'), `Earned from ${new Date(Date.parse(today) - 29 * 86_400_000).toISOString().slice(0, 10)} to ${today}: 1 day with earnings, best ${today} (0.045 EUR)`);
+  // The day is the settlement's posting day, the chart's last day the server's today (read, not
+  // assumed from this clock, so a run across UTC midnight still agrees with itself).
+  const { posted_at } = await hosted.running.db.knex('gateway_settlement_intents').where({ receipt: called.body.receipt.id, operation: 'settle' }).first('posted_at');
+  const earnedDay = new Date(posted_at).toISOString().slice(0, 10);
+  const chart = (await hosted.http.get('/v0/me/agents').set('authorization', `Bearer ${human}`).expect(200)).body.by_day as Array<{ day: string }>;
+  assert.deepEqual(await page.locator('[data-earned-day]').evaluateAll((rows) => rows.map((row) => row.textContent)), [`${earnedDay}0.045`]);
+  assert.equal(await page.getByTestId('earnings-chart').getAttribute('aria-label'), `Earned from ${chart[0].day} to ${chart.at(-1)!.day}: 1 day with earnings, best ${earnedDay} (0.045 EUR)`);
   assert.equal(await card.getByTestId('credential').textContent(), 'set');
   await checkAndSave('10-author');
 
