@@ -2,8 +2,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { createMcpRuntime } from '../src/runtimes/mcp.ts';
+import { createMcpRuntime, MAX_REQUESTS_PER_SESSION } from '../src/runtimes/mcp.ts';
 import type { RunOutcome } from '../src/runtimes/types.ts';
+import { waitFor } from './helpers/gateway.ts';
 import { abortedOf, deadEndpoint, remoteTarget, runRequest, startHttp, startMcpServer, type TestMcpServer } from './helpers/runtimes.ts';
 
 /** What the test server's tool answers next. */
@@ -106,6 +107,24 @@ test('sessions are kept: a second call is one tools/call on the same session; cl
   const closing = server.received.length;
   await own.close();
   assert.deepEqual(server.received.slice(closing).map((r) => [r.method, r.headers['mcp-session-id']]), [['DELETE', session]]);
+});
+
+test(`a session is ended, not kept, once it has carried ${MAX_REQUESTS_PER_SESSION} requests; the next call opens a new one`, async () => {
+  const own = createMcpRuntime();
+  answer = () => ({ content: [], structuredContent: { ok: true } });
+  const first = server.received.length;
+  const sent = () => server.received.slice(first);
+  const initializes = () => sent().filter((r) => r.method === 'POST' && JSON.parse(r.body).method === 'initialize').length;
+  for (let call = 0; initializes() < 2; call++) {
+    assert.ok(call <= MAX_REQUESTS_PER_SESSION, 'no new session after as many calls as the bound');
+    assert.equal((await own.run(runRequest(target(), { input: { q: call } }))).kind, 'output');
+  }
+  const session = sent().find((r) => r.headers['mcp-session-id'])!.headers['mcp-session-id'];
+  await waitFor(async () => sent().some((r) => r.method === 'DELETE' && r.headers['mcp-session-id'] === session), 5000);
+  // Its initialize (sent before the server named the session), then every request carrying its id but the DELETE.
+  const carried = sent().filter((r) => r.headers['mcp-session-id'] === session && r.method !== 'DELETE').length + 1;
+  assert.equal(carried, MAX_REQUESTS_PER_SESSION);
+  await own.close();
 });
 
 test('concurrent calls each get a session of their own, kept afterwards', async () => {

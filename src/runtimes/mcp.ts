@@ -8,8 +8,8 @@
  * Sessions: a call uses a session alone (never two calls on one session at once). A session
  * whose call ended with a result is kept idle for the next call to the same endpoint with the same
  * credential, at most {@link MAX_IDLE_PER_ENDPOINT} per endpoint and {@link MAX_IDLE_SESSIONS} in
- * all, each for {@link IDLE_MS}; past that, or when the runtime closes, it is ended (HTTP
- * `DELETE`). A session whose call failed in any way (timeout, transport error, an answer outside
+ * all, each for {@link IDLE_MS} and {@link MAX_REQUESTS_PER_SESSION} requests; past that, or
+ * when the runtime closes, it is ended (HTTP `DELETE`). A session whose call failed in any way (timeout, transport error, an answer outside
  * the profile) is ended at once, so the next call starts a new one. A kept session the server has
  * since forgotten answers HTTP 404 (MCP 2025-11-25, session management: the server did not take
  * the request): the call is then sent once more on a new session; that is the only resend.
@@ -91,6 +91,13 @@ const MAX_IDLE_SESSIONS = 256;
 /** How long an idle session is kept for the next call, in ms. */
 const IDLE_MS = 30_000;
 
+/**
+ * Requests sent on one session, at most, before it is ended instead of kept: each request adds a
+ * listener to the session's abort signal (undici removes it only when the request is garbage
+ * collected), and Node warns of a leak past 1500 listeners on one signal.
+ */
+export const MAX_REQUESTS_PER_SESSION = 1000;
+
 /** An MCP runtime that keeps sessions: `close()` ends the idle ones. */
 export interface McpRuntime extends Runtime {
   close(): Promise<void>;
@@ -130,14 +137,16 @@ interface Session {
   initialized: boolean;
   watch: CallWatch;
   idle_timer: NodeJS.Timeout | null;
+  /** Requests sent on this session so far (bounded by {@link MAX_REQUESTS_PER_SESSION}). */
+  requests: number;
 }
 
 /** A new, not yet initialized session to `endpoint`, sending `credential` on every request. */
 function openSession(key: string, endpoint: string, credential: string | null, baseFetch: Fetch, maxBytes: number): Session {
-  const session = { key, initialized: false, watch: new CallWatch(), idle_timer: null } as Session;
+  const session = { key, initialized: false, watch: new CallWatch(), idle_timer: null, requests: 0 } as Session;
   session.transport = new CancellingTransport(new URL(endpoint), {
     requestInit: { headers: credentialHeaders(credential), redirect: 'manual' },
-    fetch: watchedFetch(baseFetch, maxBytes, endpoint, () => session.watch),
+    fetch: watchedFetch(baseFetch, maxBytes, endpoint, () => session.watch, () => session.requests++),
     // One attempt per closed stream: a refused or failed resumption stops the call (watchedFetch).
     reconnectionOptions: { maxRetries: 1, initialReconnectionDelay: RESUME_DELAY_MS, maxReconnectionDelay: RESUME_DELAY_MS, reconnectionDelayGrowFactor: 1 },
   });
@@ -207,7 +216,7 @@ class SessionPool {
   /** Keeps `session` for the next call, or ends it when the pool is full. */
   give(session: Session): void {
     const sessions = this.#idle.get(session.key) ?? [];
-    if (sessions.length >= MAX_IDLE_PER_ENDPOINT || this.#count >= MAX_IDLE_SESSIONS) {
+    if (sessions.length >= MAX_IDLE_PER_ENDPOINT || this.#count >= MAX_IDLE_SESSIONS || session.requests >= MAX_REQUESTS_PER_SESSION) {
       void endSession(session);
       return;
     }
@@ -275,10 +284,11 @@ class CallWatch {
  * answer grows past the limit, when the `tools/call` stream (or a resumption of it) ends without
  * the result and without a new event id to resume from (a crashed server: the SDK would wait
  * until the timeout), and when a resumption is refused or fails. Resumptions are spaced by at
- * least {@link MIN_RESUME_GAP_MS}.
+ * least {@link MIN_RESUME_GAP_MS}. `counted` is told of every request, before it is sent.
  */
-function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, current: () => CallWatch): Fetch {
+function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, current: () => CallWatch, counted: () => void): Fetch {
   return async (url, init) => {
+    counted();
     // The call using the session when this request starts: late events of a request belong to it.
     const watch = current();
     const resumption = init?.method === 'GET' && new Headers(init.headers).has('last-event-id');
