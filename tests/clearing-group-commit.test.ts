@@ -124,3 +124,29 @@ test('issue 12 §1: the write-path settings are read from the environment and re
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_MAX: '65' }), { message: 'HOLON_CLEARING_GROUP_MAX=65 is not an integer from 1 to 64' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_WINDOW_MS: '1.5' }), { message: 'HOLON_CLEARING_GROUP_WINDOW_MS=1.5 is not an integer from 0 to 10' });
 });
+
+test('issue 12 §1: every function of the write path is PL/pgSQL (a LANGUAGE sql helper called from PL/pgSQL is planned again in every transaction)', async () => {
+  const { rows } = await binding.db.knex.raw(
+    `SELECT p.proname, l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+      WHERE p.proname LIKE 'clearing\\_%' AND l.lanname <> 'plpgsql' ORDER BY p.proname`,
+  );
+  assert.deepEqual(rows, []);
+});
+
+test('issue 12 §1: one INSERT of several postings moves each account by their net, and the machinery stripes by theirs', async () => {
+  const account = await binding.account('net');
+  const txnId = unique('net');
+  const funding = async () => (await binding.db.knex('clearing_machinery_balances').where({ account: 'external:funding' }).sum({ total: 'balance' }))[0].total;
+  const before = Number(await funding());
+  await binding.db.knex.transaction(async (trx) => {
+    await trx('clearing_transactions').insert({ txn_id: txnId, door: 'credit', account, amount: 10, terms: { account, amount: 10 } });
+    await trx('clearing_postings').insert([
+      { txn_id: txnId, account: 'external:funding', delta: -4, kind: 'funding' },
+      { txn_id: txnId, account, delta: 7, kind: 'credit' },
+      { txn_id: txnId, account: 'external:funding', delta: -6, kind: 'funding' },
+      { txn_id: txnId, account, delta: 3, kind: 'credit' },
+    ]);
+  });
+  assert.equal((await binding.balanceOf(account)).balance, 10);
+  assert.equal(Number(await funding()), before - 10);
+});
