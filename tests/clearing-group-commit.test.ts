@@ -133,7 +133,7 @@ test('issue 12 §1: every function of the write path is PL/pgSQL (a LANGUAGE sql
   assert.deepEqual(rows, []);
 });
 
-test('issue 12 §1: one INSERT of several postings moves each account by their net, and the machinery stripes by theirs', async () => {
+test('issue 12 §1: one INSERT of several postings moves each account, holder or machinery, by the sum of its postings', async () => {
   const account = await binding.account('net');
   const txnId = unique('net');
   const funding = async () => (await binding.db.knex('clearing_machinery_balances').where({ account: 'external:funding' }).sum({ total: 'balance' }))[0].total;
