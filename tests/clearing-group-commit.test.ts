@@ -6,7 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { Knex } from 'knex';
+import { RESOLVE_SQL } from '../src/clearing/accounts.ts';
+import { rawQuery } from '../src/clearing/raw-sql.ts';
 import { settleOp } from '../src/clearing/settlements.ts';
+import { APPLY_SQL } from '../src/clearing/write-path.ts';
 import { WritePath, writePathOptionsFromEnv, type LedgerOp } from '../src/clearing/write-path.ts';
 import { HttpError } from '../src/http/errors.ts';
 import { unique, useTestBinding } from './helpers/clearing.ts';
@@ -149,4 +153,23 @@ test('issue 12 §1: one INSERT of several postings moves each account, holder or
   });
   assert.equal((await binding.balanceOf(account)).balance, 10);
   assert.equal(Number(await funding()), before - 10);
+});
+
+test('issue 12 §1: on Postgres the hot statements are prepared once per connection under their names, not parsed and planned per request', { skip: !process.env.DATABASE_URL && 'PGlite has no named statements' }, async () => {
+  const connection = await binding.db.knex.client.acquireConnection();
+  try {
+    // The pool hands out this one connection, so both statements land on it.
+    const pool = { client: { acquireConnection: async () => connection, releaseConnection: async () => undefined } } as unknown as Knex;
+    const key = unique('unlinked');
+    assert.deepEqual(await rawQuery(pool, RESOLVE_SQL, [key]), []);
+    assert.deepEqual(await rawQuery(pool, RESOLVE_SQL, [key]), []);
+    assert.deepEqual((await rawQuery(pool, APPLY_SQL, ['[]']))[0].outcomes, []);
+    const { rows } = await connection.query('SELECT name, statement FROM pg_prepared_statements WHERE name IN ($1, $2) ORDER BY name', [APPLY_SQL.name, RESOLVE_SQL.name]);
+    assert.deepEqual(rows, [
+      { name: APPLY_SQL.name, statement: APPLY_SQL.text },
+      { name: RESOLVE_SQL.name, statement: RESOLVE_SQL.text },
+    ]);
+  } finally {
+    await binding.db.knex.client.releaseConnection(connection);
+  }
 });
