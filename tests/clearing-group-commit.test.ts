@@ -6,7 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { Knex } from 'knex';
+import { RESOLVE_SQL } from '../src/clearing/accounts.ts';
+import { rawQuery } from '../src/clearing/raw-sql.ts';
 import { settleOp } from '../src/clearing/settlements.ts';
+import { APPLY_SQL } from '../src/clearing/write-path.ts';
 import { WritePath, writePathOptionsFromEnv, type LedgerOp } from '../src/clearing/write-path.ts';
 import { HttpError } from '../src/http/errors.ts';
 import { unique, useTestBinding } from './helpers/clearing.ts';
@@ -123,4 +127,49 @@ test('issue 12 §1: the write-path settings are read from the environment and re
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'yes' }), { message: 'HOLON_CLEARING_GROUP_COMMIT=yes is neither on nor off' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_MAX: '65' }), { message: 'HOLON_CLEARING_GROUP_MAX=65 is not an integer from 1 to 64' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_WINDOW_MS: '1.5' }), { message: 'HOLON_CLEARING_GROUP_WINDOW_MS=1.5 is not an integer from 0 to 10' });
+});
+
+test('issue 12 §1: every function of the write path is PL/pgSQL (a LANGUAGE sql helper called from PL/pgSQL is planned again in every transaction)', async () => {
+  const { rows } = await binding.db.knex.raw(
+    `SELECT p.proname, l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+      WHERE p.proname LIKE 'clearing\\_%' AND l.lanname <> 'plpgsql' ORDER BY p.proname`,
+  );
+  assert.deepEqual(rows, []);
+});
+
+test('issue 12 §1: one INSERT of several postings moves each account, holder or machinery, by the sum of its postings', async () => {
+  const account = await binding.account('net');
+  const txnId = unique('net');
+  const funding = async () => (await binding.db.knex('clearing_machinery_balances').where({ account: 'external:funding' }).sum({ total: 'balance' }))[0].total;
+  const before = Number(await funding());
+  await binding.db.knex.transaction(async (trx) => {
+    await trx('clearing_transactions').insert({ txn_id: txnId, door: 'credit', account, amount: 10, terms: { account, amount: 10 } });
+    await trx('clearing_postings').insert([
+      { txn_id: txnId, account: 'external:funding', delta: -4, kind: 'funding' },
+      { txn_id: txnId, account, delta: 7, kind: 'credit' },
+      { txn_id: txnId, account: 'external:funding', delta: -6, kind: 'funding' },
+      { txn_id: txnId, account, delta: 3, kind: 'credit' },
+    ]);
+  });
+  assert.equal((await binding.balanceOf(account)).balance, 10);
+  assert.equal(Number(await funding()), before - 10);
+});
+
+test('issue 12 §1: on Postgres the hot statements are prepared once per connection under their names, not parsed and planned per request', { skip: !process.env.DATABASE_URL && 'PGlite has no named statements' }, async () => {
+  const connection = await binding.db.knex.client.acquireConnection();
+  try {
+    // The pool hands out this one connection, so both statements land on it.
+    const pool = { client: { acquireConnection: async () => connection, releaseConnection: async () => undefined } } as unknown as Knex;
+    const key = unique('unlinked');
+    assert.deepEqual(await rawQuery(pool, RESOLVE_SQL, [key]), []);
+    assert.deepEqual(await rawQuery(pool, RESOLVE_SQL, [key]), []);
+    assert.deepEqual((await rawQuery(pool, APPLY_SQL, ['[]']))[0].outcomes, []);
+    const { rows } = await connection.query('SELECT name, statement FROM pg_prepared_statements WHERE name IN ($1, $2) ORDER BY name', [APPLY_SQL.name, RESOLVE_SQL.name]);
+    assert.deepEqual(rows, [
+      { name: APPLY_SQL.name, statement: APPLY_SQL.text },
+      { name: RESOLVE_SQL.name, statement: RESOLVE_SQL.text },
+    ]);
+  } finally {
+    await binding.db.knex.client.releaseConnection(connection);
+  }
 });

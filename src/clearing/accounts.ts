@@ -8,7 +8,7 @@ import type { OperationRequest, OperationResult } from '../../generated/clearing
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest } from '../http/errors.ts';
 import { expireHolds, inTransaction, isMachinery, lockAccounts, readFigures, type Ledger } from './ledger.ts';
-import { rawQuery, rawRunner, transactionRunner } from './raw-sql.ts';
+import { rawQuery, rawRunner, transactionRunner, type FixedStatement } from './raw-sql.ts';
 import { reservationsOf } from './reservations.ts';
 
 /** The statement length of read-summary: default and clamp (§6.3). */
@@ -19,7 +19,7 @@ export const STATEMENT_MAX = 500;
 export const FUNDING = ['credit'];
 
 /** The one statement of resolve-account (§6.1). */
-export const RESOLVE_SQL = 'SELECT account FROM clearing_agent_links WHERE agent_key = $1';
+export const RESOLVE_SQL: FixedStatement = { name: 'holon_clearing_resolve', text: 'SELECT account FROM clearing_agent_links WHERE agent_key = $1' };
 
 /** resolve-account (§6.1): one indexed read; an unlinked key answers `account: null`. */
 export async function resolveAccount({ db }: Ledger, { params }: OperationRequest<'resolve-account'>): Promise<OperationResult<'resolve-account'>> {

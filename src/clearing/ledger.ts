@@ -9,7 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest, noSuchObject } from '../http/errors.ts';
-import type { SqlRunner } from './raw-sql.ts';
+import type { FixedStatement, SqlRunner } from './raw-sql.ts';
 import type { WritePath } from './write-path.ts';
 
 /** The binding's storage: the knex handle for reads and cold doors, the write path for value-moving doors. */
@@ -104,11 +104,14 @@ export async function expireHolds(trx: Knex | Knex.Transaction, account?: string
  * the sum of a machinery account's stripes, `bounds.ts`) and what its open holds still reserve.
  * A hold whose window has closed never counts, released yet or not (§6.15), so the read writes nothing.
  */
-export const FIGURES_SQL = `SELECT a.balance, a.kind,
+export const FIGURES_SQL: FixedStatement = {
+  name: 'holon_clearing_figures',
+  text: `SELECT a.balance, a.kind,
     (SELECT coalesce(sum(m.balance), 0)::bigint FROM clearing_machinery_balances m WHERE m.account = a.id AND a.kind <> 'holder') AS machinery,
     (SELECT coalesce(sum(h.amount - h.drawn), 0)::bigint FROM clearing_holds h
       WHERE h.account = a.id AND h.status = 'open' AND h.expires_at > clock_timestamp()) AS reserved
-  FROM clearing_accounts a WHERE a.id = $1`;
+  FROM clearing_accounts a WHERE a.id = $1`,
+};
 
 /**
  * An account's figures (§6.2), one statement on `run` (a raw pooled connection for the

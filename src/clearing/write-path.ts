@@ -15,7 +15,7 @@
  */
 import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
-import { rawQuery } from './raw-sql.ts';
+import { rawQuery, type FixedStatement } from './raw-sql.ts';
 import { refusalOf } from './refusals.ts';
 
 /** One value-moving operation as `clearing_apply` takes it (see the migration for each shape). */
@@ -66,7 +66,7 @@ export function writePathOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): W
 }
 
 /** The one statement of the write path: `$1` is the JSON array of operations. */
-export const APPLY_SQL = 'SELECT clearing_apply($1::jsonb) AS outcomes';
+export const APPLY_SQL: FixedStatement = { name: 'holon_clearing_apply', text: 'SELECT clearing_apply($1::jsonb) AS outcomes' };
 
 /** Runs `ops` as one `clearing_apply` call on a raw connection from `db`'s pool; answers one outcome per operation. Throws when the statement as a whole fails. */
 export async function applyBatch(db: Knex, ops: LedgerOp[]): Promise<OpOutcome[]> {
