@@ -20,7 +20,8 @@ import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import type { Fetch } from '../runtimes/http.ts';
 import { createRuntimes } from '../runtimes/index.ts';
-import { ClearingPort, ClearingRefused, clearingTimeoutsFromEnv, type ClearingTimeouts } from './clearing.ts';
+import { ClearingRefused, clearingTimeoutsFromEnv, HttpClearingPort, type ClearingPort, type ClearingTimeouts } from './clearing.ts';
+import { InProcessClearingPort } from './clearing-in-process.ts';
 import { createGatewayApp, type GatewayAppExtension } from './app.ts';
 import { Gateway, type GatewayDeps } from './lifecycle.ts';
 import { storeMandate } from './mandates.ts';
@@ -235,7 +236,9 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger });
     closers.push(binding.close);
   }
-  const clearing = new ClearingPort(options.clearing_url ?? binding!.url, options.clearing_timeouts ?? clearingTimeoutsFromEnv());
+  // The binding in this process is called in-process (its ledger, its write path); HTTP only reaches another binding.
+  const timeouts = options.clearing_timeouts ?? clearingTimeoutsFromEnv();
+  const clearing: ClearingPort = binding ? new InProcessClearingPort(binding.ledger, timeouts) : new HttpClearingPort(options.clearing_url!, timeouts);
   const target = targetOf(path.join(options.db, 'gateway'));
   const database = await openDatabase(target);
   closers.push(database.close);
@@ -317,7 +320,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   return {
     url: localUrl(address, port),
     agents_url: host?.url ?? null,
-    clearing_url: clearing.url,
+    clearing_url: binding?.url ?? options.clearing_url!,
     server,
     gateway,
     outbox,
