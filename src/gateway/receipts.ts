@@ -93,28 +93,23 @@ export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt,
     })
     .onConflict('id')
     .merge(['status', 'document', 'hold_id', 'process']);
-  if (options.only_running) {
-    const written = await upsert.where('gateway_receipts.status', 'running').returning('id');
-    if (written.length === 0) return false;
-  } else {
-    await upsert;
-  }
+  if (options.only_running) upsert.where('gateway_receipts.status', 'running');
+  const { sql, bindings } = upsert.returning('id').toSQL();
+  const finished = receipt.status === 'succeeded' || receipt.status === 'failed';
+  // A finished run's event is written by the same statement, only when the receipt was.
+  const { rows } = finished
+    ? await db.raw(
+        `WITH written AS (${sql}),
+         event AS (INSERT INTO call_events (receipt, agent, status, error, latency_ms, cost_micros, delegated)
+                   SELECT id, ?::text, ?::text, ?::text, ?::integer, ?::bigint, ?::boolean FROM written ON CONFLICT (receipt) DO NOTHING)
+         SELECT id FROM written`,
+        [...bindings, receipt.agent, receipt.status, receipt.error?.code ?? null, receipt.duration_ms, receipt.billed ? parseMoney(receipt.cost.own) : 0, receipt.parent !== null],
+      )
+    : await db.raw(sql, bindings);
+  if (rows.length === 0) return false;
   if (receipt.approval !== null && receipt.status !== 'running' && receipt.status !== 'pending_approval') {
     await db('gateway_approvals').where({ id: receipt.approval }).whereNot({ status: 'pending' }).update({ input: null });
   }
-  if (receipt.status !== 'succeeded' && receipt.status !== 'failed') return true;
-  await db('call_events')
-    .insert({
-      receipt: receipt.id,
-      agent: receipt.agent,
-      status: receipt.status,
-      error: receipt.error?.code ?? null,
-      latency_ms: receipt.duration_ms,
-      cost_micros: receipt.billed ? parseMoney(receipt.cost.own) : 0,
-      delegated: receipt.parent !== null,
-    })
-    .onConflict('receipt')
-    .ignore();
   return true;
 }
 
