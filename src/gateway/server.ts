@@ -1,7 +1,8 @@
 /**
  * `holon serve`: the dev gateway (gateway §5, §6 "Dev runtime") in one process with the
  * embedded database and, unless `clearing_url` names another binding, the reference clearing
- * binding; `agents/host.mjs` runs beside it as a child process. It loads the shipped agents (`examples/`, `agents/`), takes a
+ * binding (which the gateway calls in-process, `clearing-in-process.ts`, while it also serves
+ * HTTP for everyone else); `agents/host.mjs` runs beside it as a child process. It loads the shipped agents (`examples/`, `agents/`), takes a
  * process lease, closes calls that dead processes left in flight (gateway §7 "Restarts"; several
  * processes may share one Postgres, issue 12 §4), posts pending settlements, and makes sure the dev
  * account `dev` and the mandates of `examples/mandates/` exist, so a first call needs no set-up.
@@ -153,6 +154,7 @@ export interface RunningGateway {
   url: string;
   /** The `/mcp` URL of `agents/host.mjs`, when it was started. */
   agents_url: string | null;
+  /** The binding's HTTP URL: the in-process binding's own listener, or `clearing_url` when another binding was named. */
   clearing_url: string;
   server: Server;
   gateway: Gateway;
