@@ -610,12 +610,13 @@ export class Gateway {
       // Fenced (issue 12 §4): a receipt no longer `running` was closed by restart recovery, which
       // took this process for dead and released the budget and the hold: nothing may be billed now.
       if (!(await this.writeReceipt(trx, call, http, { only_running: true }))) return true;
-      await closeReservation(trx, call.id, total_micros);
       await this.deps.outbox.write(trx, intents);
+      // The rows every call of an agent or a mandate shares come last: their locks are held only until the commit.
       await trx('gateway_agent_stats')
         .insert({ id: manifest.id, runs: 1, successes: result.succeeded ? 1 : 0 })
         .onConflict('id')
         .merge({ runs: trx.raw('gateway_agent_stats.runs + 1'), successes: trx.raw('gateway_agent_stats.successes + ?', [result.succeeded ? 1 : 0]) });
+      await closeReservation(trx, call.id, total_micros);
       return false;
     });
     if (fenced) {
