@@ -14,6 +14,7 @@ import * as outboxClaims from './008_outbox_claims.ts';
 import * as endpointCredentials from './010_endpoint_credentials.ts';
 import * as publishing from './011_publishing.ts';
 import * as filesEvaluations from './012_files_evaluations.ts';
+import * as mandateBudgetFigures from './013_mandate_budget_figures.ts';
 import * as clearingWritePathCost from './014_clearing_write_path_cost.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '010_endpoint_credentials': endpointCredentials,
   '011_publishing': publishing,
   '012_files_evaluations': filesEvaluations,
+  '013_mandate_budget_figures': mandateBudgetFigures,
   '014_clearing_write_path_cost': clearingWritePathCost,
 };
 

@@ -14,7 +14,7 @@ import supertest from 'supertest';
 import { createClearingApp } from '../src/clearing/app.ts';
 import { ALL_OPERATIONS, REQUIRED_OPERATIONS } from '../src/clearing/capabilities.ts';
 import { isLoopback, loopbackGate, proxyHeader } from '../src/http/access.ts';
-import { ClearingPort } from '../src/gateway/clearing.ts';
+import { HttpClearingPort } from '../src/gateway/clearing.ts';
 import { refusalAssertion, testBinding, unique, useTestBinding, type TestBinding } from './helpers/clearing.ts';
 
 /** The §7.2 vocabulary: a conforming binding answers one of these on every error. */
@@ -160,7 +160,7 @@ test("§3 the gateway's clearing client sends no proxy header: the gate would re
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
-    const port = new ClearingPort(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const port = new HttpClearingPort(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
     await port.readBalance('a').catch(() => {});
     await port.releaseHold('h-1', 'test').catch(() => {});
     assert.equal(seen.length, 2);

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import pino from 'pino';
 import { openDatabase, type Database } from '../src/db/index.ts';
-import { ClearingPort } from '../src/gateway/clearing.ts';
+import { HttpClearingPort } from '../src/gateway/clearing.ts';
 import { Outbox, type Intent, type OutboxSettings } from '../src/gateway/outbox.ts';
 import { freshDataDir, freshStore, micros, startSwitchableBinding, startTestGateway, waitFor, type SwitchableBinding, type TestGateway } from './helpers/gateway.ts';
 
@@ -117,7 +117,7 @@ test('two outboxes on one database post each of 120 intents exactly once, each s
   });
   const logger = pino({ level: 'silent' });
   const settings = { poll_ms: HOUR_MS, batch: 7, concurrency: 4 };
-  const outboxes = [new Outbox(first.knex, new ClearingPort(standIn.url), logger, settings), new Outbox(second.knex, new ClearingPort(standIn.url), logger, settings)];
+  const outboxes = [new Outbox(first.knex, new HttpClearingPort(standIn.url), logger, settings), new Outbox(second.knex, new HttpClearingPort(standIn.url), logger, settings)];
 
   const receipts = Array.from({ length: RECEIPTS }, (_, n) => `r${n + 1}`);
   await first.knex.transaction(async (trx) => {
@@ -161,7 +161,7 @@ async function intentsOfACrashedPoster() {
     await database.close();
     await rm(store.db, { recursive: true, force: true });
   });
-  const outbox = new Outbox(database.knex, new ClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS });
+  const outbox = new Outbox(database.knex, new HttpClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS });
   await database.knex.transaction(async (trx) => {
     await trx('gateway_receipts').insert({ id: 'r1', root_mandate: 'p/m', status: 'succeeded', document: '{}' });
     await outbox.write(trx, [

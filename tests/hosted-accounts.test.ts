@@ -7,16 +7,16 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { ClearingPort } from '../src/gateway/clearing.ts';
+import { HttpClearingPort } from '../src/gateway/clearing.ts';
 import { ADMIN_KEY, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from './helpers/hosted.ts';
 
 let hosted: TestHosted;
-let clearing: ClearingPort;
+let clearing: HttpClearingPort;
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 before(async () => {
   hosted = await startTestHosted();
-  clearing = new ClearingPort(hosted.running.clearing_url);
+  clearing = new HttpClearingPort(hosted.running.clearing_url);
 });
 after(async () => hosted?.close());
 

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { ClearingPort } from '../../src/gateway/clearing.ts';
+import { HttpClearingPort } from '../../src/gateway/clearing.ts';
 import { storeMandate } from '../../src/gateway/mandates.ts';
 import { startGateway } from '../../src/gateway/server.ts';
 
@@ -21,7 +21,7 @@ if (!Number.isInteger(port) || !agentDir || !dataDir) throw new Error('usage: ga
 
 const running = await startGateway({ port, db: dataDir, agent_dirs: [agentDir], exclude: [], mandate_dir: path.join(dataDir, 'mandates'), agents_host_port: null });
 const payer = `bench-${randomBytes(4).toString('hex')}`;
-const clearing = new ClearingPort(running.clearing_url);
+const clearing = new HttpClearingPort(running.clearing_url);
 await clearing.createAccount(payer);
 await clearing.credit(`fund:${payer}`, payer, FUNDING_MICROS, 'gateway benchmark funding', true);
 const document = {

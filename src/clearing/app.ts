@@ -28,6 +28,8 @@ export interface ClearingAppOptions {
   operations?: readonly OperationName[];
   /** The write path's group commit and bounds (default: from the environment, `writePathOptionsFromEnv`). */
   writes?: WritePathOptions;
+  /** The ledger to serve (its `db` is then this one's); absent: a new one on `db` with `writes`. */
+  ledger?: Ledger;
   /** Where unexpected failures are reported. */
   logger?: Logger;
 }
@@ -63,24 +65,38 @@ const implementations: Record<OperationName, Implementation> = {
   'release-hold': releaseHold,
 };
 
-/** Builds the binding's Koa app (clearing-contract §3, §5, §6, §7). */
-export function createClearingApp(options: ClearingAppOptions): Koa {
-  const offered = options.operations ?? ALL_OPERATIONS;
+/** The binding's handlers by operation id: every operation of `offered` (the others are absent: 404 `not_offered`), over one ledger. */
+export type ClearingHandlers = Partial<Record<OperationId, MountedHandler>>;
+
+/**
+ * The ledger of one binding: its database and its write path (group commit), shared by every
+ * door onto it (the HTTP app and the gateway's in-process port), so their writes batch together.
+ */
+export function openLedger(db: Knex, writes: WritePathOptions = writePathOptionsFromEnv()): Ledger {
+  return { db, writes: new WritePath(db, writes) };
+}
+
+/** The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the operations `offered`. */
+export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS): ClearingHandlers {
   const document = capabilityDocument(offered);
-  const ledger: Ledger = { db: options.db, writes: new WritePath(options.db, options.writes ?? writePathOptionsFromEnv()) };
   const bind = (implementation: Implementation): MountedHandler => (request) => implementation(ledger, request);
-  const handlers: Partial<Record<OperationId, MountedHandler>> = {
+  const handlers: ClearingHandlers = {
     health: async () => ({ ok: true }),
     capabilities: async () => document,
     'create-account': bind(createAccount),
     'link-agent': bind(linkAgent),
   };
   for (const name of offered) handlers[name] = bind(implementations[name]);
+  return handlers;
+}
 
+/** Builds the binding's Koa app (clearing-contract §3, §5, §6, §7) over `options.ledger`, else a new ledger on `options.db`. */
+export function createClearingApp(options: ClearingAppOptions): Koa {
+  const ledger = options.ledger ?? openLedger(options.db, options.writes);
   const app = new Koa();
   app.use(errorBodies('an unexpected failure inside the binding; nothing was changed', (error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
   app.use(loopbackGate(['/healthz']));
   app.use(servedDocuments(clearingDocument));
-  mountOperations(app, { table: operationTable, schemaDocument, handlers });
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations) });
   return app;
 }

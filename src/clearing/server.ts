@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import pino, { type Logger } from 'pino';
 import { openDatabase, type DatabaseTarget } from '../db/index.ts';
-import { createClearingApp } from './app.ts';
+import { createClearingApp, openLedger } from './app.ts';
 import type { OperationName } from './capabilities.ts';
-import { expireHolds } from './ledger.ts';
+import { expireHolds, type Ledger } from './ledger.ts';
 import type { WritePathOptions } from './write-path.ts';
 
 /** Options of `startClearingServer`. */
@@ -24,9 +24,11 @@ export interface ClearingServerOptions {
   logger?: Logger;
 }
 
-/** A running binding: its base URL and how to stop it. */
+/** A running binding: its base URL, its ledger (for a door in the same process) and how to stop it. */
 export interface RunningClearing {
   url: string;
+  /** The ledger the HTTP app serves: an in-process door onto it shares its write path (`InProcessClearingPort`). */
+  ledger: Ledger;
   server: Server;
   close(): Promise<void>;
 }
@@ -35,7 +37,8 @@ export interface RunningClearing {
 export async function startClearingServer(options: ClearingServerOptions): Promise<RunningClearing> {
   const logger = options.logger ?? pino({ level: 'warn' });
   const database = await openDatabase(options.target);
-  const app = createClearingApp({ db: database.knex, operations: options.operations, writes: options.writes, logger });
+  const ledger = openLedger(database.knex, options.writes);
+  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger });
   const server = app.listen(options.port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const sweep = setInterval(() => {
@@ -45,6 +48,7 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    ledger,
     server,
     async close() {
       clearInterval(sweep);

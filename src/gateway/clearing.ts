@@ -1,13 +1,17 @@
 /**
- * The gateway's side of the clearing seam: the generated clearing client, bound to one binding's
- * URL, with the two ways a call can go wrong kept apart (clearing-contract §13): the binding
- * refused (a 4xx with a §7.2 code) or could not be reached (network failure or 5xx).
- * Amounts are integer micro-units of the binding's unit.
+ * The gateway's side of the clearing seam (clearing-contract §6, §13): {@link ClearingPort}, the
+ * operations the gateway uses, with the two ways a call can go wrong kept apart: the binding
+ * refused (a 4xx with a §7.2 code, {@link ClearingRefused}) or could not be reached (network
+ * failure, timeout or 5xx, {@link ClearingUnreachable}). Two forms answer alike: over HTTP to any
+ * binding's URL ({@link HttpClearingPort}, here) and in the process of the reference binding
+ * (`InProcessClearingPort`, `clearing-in-process.ts`). Amounts are integer micro-units of the
+ * binding's unit.
  */
 import { Agent, fetch as undiciFetch } from 'undici';
 import { createClient } from '../../generated/clearing/client/client/index.ts';
 import * as sdk from '../../generated/clearing/client/sdk.gen.ts';
 import type { Client } from '../../generated/clearing/client/client/index.ts';
+import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
 
 /** The binding answered with a refusal (4xx): `code` is its §7.2 code, or `unknown` when absent (§7.3). */
 export class ClearingRefused extends Error {
@@ -103,8 +107,31 @@ function boundedFetch(timeouts: ClearingTimeouts): typeof fetch {
   }) as typeof fetch;
 }
 
-/** The operations of the seam the gateway uses (clearing-contract §6), on one binding. */
-export class ClearingPort {
+/** The body of a settle (§6.8): the caller pays `retail`, the owner earns `rate`, micro-units. */
+export type SettleBody = OperationRequest<'settle'>['body'];
+
+/**
+ * The operations of the seam the gateway uses (clearing-contract §6), on one binding. Each
+ * answers the operation's §6 result, or throws {@link ClearingRefused} (the binding's §7 status
+ * and code) or {@link ClearingUnreachable} (outcome unknown: fail closed, §13).
+ */
+export interface ClearingPort {
+  /** read-balance (§6.2). */
+  readBalance(account: string): Promise<OperationResult<'read-balance'>>;
+  /** open-hold (§6.11): `amount` micro-units on `account` until `expiresAt`. */
+  openHold(holdId: string, account: string, amount: number, expiresAt: Date, ref: string): Promise<OperationResult<'open-hold'>>;
+  /** release-hold (§6.14). */
+  releaseHold(holdId: string, reason: string): Promise<OperationResult<'release-hold'>>;
+  /** settle (§6.8). */
+  settle(body: SettleBody): Promise<OperationResult<'settle'>>;
+  /** credit (§6.7), keyed by the payment's identity `txnId`. */
+  credit(txnId: string, account: string, amount: number, ref: string, simulated: boolean): Promise<OperationResult<'credit'>>;
+  /** The reference binding's own door (an extension, not the contract, §14): create a holder account. */
+  createAccount(account: string): Promise<OperationResult<'create-account'>>;
+}
+
+/** The seam over HTTP: the generated clearing client bound to one binding's URL, every request bounded by the timeouts. */
+export class HttpClearingPort implements ClearingPort {
   readonly client: Client;
 
   /** `url`: the binding's base URL, e.g. `http://127.0.0.1:4100`; every request is bounded by `timeouts`. */
@@ -115,35 +142,26 @@ export class ClearingPort {
     this.client = createClient({ baseUrl: url, fetch: boundedFetch(timeouts) });
   }
 
-  /** read-balance (§6.2). */
   readBalance(account: string) {
     return settled(`read-balance of ${account}`, sdk.readBalance({ client: this.client, path: { account } }));
   }
 
-  /** open-hold (§6.11): `amount` micro-units until `expiresAt`. */
   openHold(holdId: string, account: string, amount: number, expiresAt: Date, ref: string) {
-    return settled(
-      `open-hold ${holdId}`,
-      sdk.openHold({ client: this.client, body: { holdId, account, amount, expiresAt: expiresAt.toISOString(), ref } }),
-    );
+    return settled(`open-hold ${holdId}`, sdk.openHold({ client: this.client, body: { holdId, account, amount, expiresAt: expiresAt.toISOString(), ref } }));
   }
 
-  /** release-hold (§6.14). */
   releaseHold(holdId: string, reason: string) {
     return settled(`release-hold ${holdId}`, sdk.releaseHold({ client: this.client, body: { holdId, reason } }));
   }
 
-  /** settle (§6.8): the caller pays `retail`, the owner earns `rate`. */
-  settle(body: { txnId: string; caller: string; owner: string; rate: number; retail: number; ref?: string; memo?: string }) {
+  settle(body: SettleBody) {
     return settled(`settle ${body.txnId}`, sdk.settle({ client: this.client, body }));
   }
 
-  /** credit (§6.7), keyed by the payment's identity. */
   credit(txnId: string, account: string, amount: number, ref: string, simulated: boolean) {
     return settled(`credit ${txnId}`, sdk.credit({ client: this.client, body: { txnId, account, amount, ref, simulated } }));
   }
 
-  /** The reference binding's own door (an extension, not the contract): create a holder account. */
   createAccount(account: string) {
     return settled(`create-account ${account}`, sdk.createAccount({ client: this.client, body: { account } }));
   }

@@ -22,10 +22,10 @@ import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
 import { rankingRate, readMeasured } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
-import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type StoredMandate } from './mandates.ts';
+import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type BudgetFigures, type StoredMandate } from './mandates.ts';
 import { BACKLOG_RETRY_AFTER_S, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
-import { costView, nextReceiptId, now, readReceipt, saveReceipt, treeOf, type Receipt, type ReceiptTree, type RunningOwner } from './receipts.ts';
+import { costView, nextReceiptId, now, readReceipt, saveReceipt, treeOf, type Receipt, type ReceiptTree, type SaveOptions } from './receipts.ts';
 
 /** A call as `POST /v0/calls` takes it (gateway §5); `max_cost` is a decimal string in the mandate's currency. */
 export interface CallRequest {
@@ -117,6 +117,8 @@ interface Call {
   request: CallRequest;
   options: CallOptions;
   mandate: StoredMandate;
+  /** The budget figures read with a root mandate (admission's view); null for a derived sub-mandate, read at admission. */
+  figures: BudgetFigures | null;
   receipt: Receipt;
   max_cost_micros: Micros | null;
   agent?: ListedAgent;
@@ -174,15 +176,18 @@ export class Gateway {
   async call(request: CallRequest, options: CallOptions = {}): Promise<CallResult> {
     const { db } = this.deps;
     const derived = options.parent?.sub;
-    const mandate = derived?.id === request.mandate ? derived : await loadMandate(db, request.mandate);
+    // A root call's receipt id is drawn in the statement that reads its mandate.
+    const loaded = derived?.id === request.mandate ? null : await loadMandate(db, request.mandate, { receipt_id: options.receipt === undefined });
+    const mandate = loaded ?? (derived?.id === request.mandate ? derived : null);
     if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
-    const id = options.receipt ?? (await nextReceiptId(db));
+    const id = options.receipt ?? loaded?.receipt_id ?? (await nextReceiptId(db));
     const call: Call = {
       id,
       started_ms: Date.now(),
       request,
       options,
       mandate,
+      figures: loaded?.figures ?? null,
       max_cost_micros: null,
       receipt: {
         id,
@@ -235,11 +240,13 @@ export class Gateway {
 
   /**
    * Writes the call's receipt and, in the same transaction, what `options.record` records with it;
-   * `running` (the hold and this process) while the call runs (issue 12 §4).
+   * `running` (the hold and this process) while the call runs (issue 12 §4); `only_running`: only
+   * over a receipt still `running` (fenced). Answers false, having written nothing, when fenced out.
    */
-  private async writeReceipt(trx: Knex.Transaction, call: Call, http: CallResult['http'] | null, running: RunningOwner | null = null): Promise<void> {
-    await saveReceipt(trx, call.receipt, this.rootMandate(call), running);
+  private async writeReceipt(trx: Knex.Transaction, call: Call, http: CallResult['http'] | null, options: SaveOptions = {}): Promise<boolean> {
+    if (!(await saveReceipt(trx, call.receipt, this.rootMandate(call), options))) return false;
     await call.options.record?.(trx, call.receipt, http);
+    return true;
   }
 
   /** Exactly one of `agent` and `capability`; `max_cost` a decimal string. 422 `invalid_request` otherwise. */
@@ -347,7 +354,7 @@ export class Gateway {
     const agent = call.agent!;
     const manifest = agent.loaded.manifest;
     const wc = worstCase(manifest, call.mandate.mandate.budget, call.max_cost_micros);
-    const figures = await budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros);
+    const figures = call.figures ?? (await budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros));
     const admission: Admission = checkCall(call.mandate.mandate, manifest, wc, this.context(call, call.request.capability ?? null, agent, figures.remaining_micros));
     if (wc.ok) call.receipt.worst_case = formatMoney(wc.worst_case_micros);
     if (admission.decision === 'deny') throw new Stop('denied', 403, admission.code, admission.reason);
@@ -420,7 +427,7 @@ export class Gateway {
         const payer = manifest.downstream?.mode === 'included' ? manifest.id.split('/')[0] : call.receipt.payer;
         sub = await storeMandate(trx, subDocument, { parent: call.mandate.id, payer });
       }
-      await this.writeReceipt(trx, call, null, { hold_id: holdId, process: this.deps.process_id });
+      await this.writeReceipt(trx, call, null, { running: { hold_id: holdId, process: this.deps.process_id } });
       return result;
     });
     if (!reserved.ok) {
@@ -601,15 +608,14 @@ export class Gateway {
     const fenced = await this.deps.db.transaction(async (trx) => {
       // Fenced (issue 12 §4): a receipt no longer `running` was closed by restart recovery, which
       // took this process for dead and released the budget and the hold: nothing may be billed now.
-      const row = await trx('gateway_receipts').where({ id: call.id }).forUpdate().first('status');
-      if (row?.status !== 'running') return true;
-      await this.writeReceipt(trx, call, http);
-      await closeReservation(trx, call.id, total_micros);
+      if (!(await this.writeReceipt(trx, call, http, { only_running: true }))) return true;
       await this.deps.outbox.write(trx, intents);
+      // The rows every call of an agent or a mandate shares come last: their locks are held only until the commit.
       await trx('gateway_agent_stats')
         .insert({ id: manifest.id, runs: 1, successes: result.succeeded ? 1 : 0 })
         .onConflict('id')
         .merge({ runs: trx.raw('gateway_agent_stats.runs + 1'), successes: trx.raw('gateway_agent_stats.successes + ?', [result.succeeded ? 1 : 0]) });
+      await closeReservation(trx, call.id, total_micros);
       return false;
     });
     if (fenced) {

@@ -289,42 +289,62 @@ export class Outbox {
    * Posts the claimed intents of one receipt in order. A release goes only when no settlement of
    * its call is pending any more (one failing here, or one this poster did not claim: checked
    * unless `all_settlements` says every pending one is in `rows`); otherwise its claim is given
-   * back and it waits for a later pass.
+   * back and it waits for a later pass. The intents the binding took are marked posted together,
+   * in one statement at the end (a crash before it only posts them again: idempotent, §9).
    */
   private async postGroup(rows: Row[], all_settlements = false): Promise<void> {
     let unsettled = false;
-    for (const row of rows) {
-      if (row.operation === 'release-hold' && (unsettled || (!all_settlements && (await this.settlementPending(row.receipt))))) {
-        await this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ claimed_until: null });
-        continue;
+    const posted: Row[] = [];
+    try {
+      for (const row of rows) {
+        if (row.operation === 'release-hold' && (unsettled || (!all_settlements && (await this.settlementPending(row.receipt, posted))))) {
+          await this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ claimed_until: null });
+          continue;
+        }
+        const outcome = await this.post(row);
+        if (outcome === 'posted') posted.push(row);
+        if (outcome === 'pending' && row.operation === 'settle') unsettled = true;
       }
-      if (!(await this.post(row)) && row.operation === 'settle') unsettled = true;
+    } finally {
+      if (posted.length > 0) await this.markPosted(posted);
     }
   }
 
-  /** Whether a settlement of `receipt` is still pending. */
-  private async settlementPending(receipt: string): Promise<boolean> {
-    return (await this.db('gateway_settlement_intents').where({ receipt, operation: 'settle', status: 'pending' }).first('txn_id')) !== undefined;
+  /** Marks intents the binding took as posted, in one statement. */
+  private async markPosted(rows: Row[]): Promise<void> {
+    await this.db('gateway_settlement_intents')
+      .whereIn('txn_id', rows.map((row) => row.txn_id))
+      .update({ status: 'posted', attempts: this.db.raw('attempts + 1'), posted_at: this.db.raw('clock_timestamp()'), last_error: null, next_attempt_at: null, claimed_until: null });
   }
 
-  /** Posts one intent; true when it is done with (posted, or abandoned at a refusal), false when it stays pending. */
-  private async post(row: Row): Promise<boolean> {
+  /** Whether a settlement of `receipt` is still pending, besides those in `posted` (taken by the binding, not yet marked). */
+  private async settlementPending(receipt: string, posted: readonly Row[]): Promise<boolean> {
+    const query = this.db('gateway_settlement_intents').where({ receipt, operation: 'settle', status: 'pending' });
+    if (posted.length > 0) query.whereNotIn('txn_id', posted.map((row) => row.txn_id));
+    return (await query.first('txn_id')) !== undefined;
+  }
+
+  /**
+   * Posts one intent: `posted` when the binding took it (marked by the caller), `done` when it is
+   * otherwise done with (abandoned at a refusal, or nothing to release: marked here), `pending`
+   * when it stays pending for a retry (marked here).
+   */
+  private async post(row: Row): Promise<'posted' | 'done' | 'pending'> {
     const body = typeof row.body === 'string' ? JSON.parse(row.body) : row.body;
     const attempts = int(row.attempts) + 1;
-    const done = (last_error: string | null) =>
-      this.db('gateway_settlement_intents').where({ txn_id: row.txn_id }).update({ status: 'posted', attempts, posted_at: this.db.raw('clock_timestamp()'), last_error, next_attempt_at: null, claimed_until: null });
     try {
       if (row.operation === 'settle') await this.clearing.settle(body);
       else await this.clearing.releaseHold(body.holdId, body.reason);
-      await done(null);
-      return true;
+      return 'posted';
     } catch (error) {
       const message = (error as Error).message;
       const noSuchHold = row.operation === 'release-hold' && error instanceof ClearingRefused && error.status === 404;
       if (noSuchHold && !this.mayStillOpen(body)) {
         // The hold never came to exist: there is nothing to release, and nothing is left open.
-        await done(`nothing to release: ${message}`);
-        return true;
+        await this.db('gateway_settlement_intents')
+          .where({ txn_id: row.txn_id })
+          .update({ status: 'posted', attempts, posted_at: this.db.raw('clock_timestamp()'), last_error: `nothing to release: ${message}`, next_attempt_at: null, claimed_until: null });
+        return 'done';
       }
       const refused = error instanceof ClearingRefused && !noSuchHold;
       const give_up = refused || attempts >= this.settings.retry.max_attempts;
@@ -339,7 +359,7 @@ export class Outbox {
           next_attempt_at: give_up ? null : new Date(Date.now() + delay_ms),
           claimed_until: null,
         });
-      return give_up;
+      return give_up ? 'done' : 'pending';
     }
   }
 

@@ -42,10 +42,16 @@ export function costView(own_micros: Micros, downstream_micros: Micros): Receipt
   return { own: formatMoney(own_micros), downstream: formatMoney(downstream_micros), total: formatMoney(own_micros + downstream_micros) };
 }
 
+/** The SQL expression that draws the next receipt number, so a statement that reads something else can draw one too. */
+export const NEXT_RECEIPT_SQL = `nextval('gateway_receipt_seq')`;
+
+/** The receipt id of a number drawn by {@link NEXT_RECEIPT_SQL}: `r1`, `r2`, … */
+export const receiptIdOf = (n: number | string): string => `r${n}`;
+
 /** A new receipt id (`r1`, `r2`, …), from a database sequence so ids never repeat across restarts. */
 export async function nextReceiptId(db: Knex): Promise<string> {
-  const result = await db.raw(`SELECT nextval('gateway_receipt_seq') AS n`);
-  return `r${result.rows[0].n}`;
+  const result = await db.raw(`SELECT ${NEXT_RECEIPT_SQL} AS n`);
+  return receiptIdOf(result.rows[0].n);
 }
 
 /** Who owns a `running` receipt: the hold to release if its process dies first, and that process's lease id. */
@@ -54,44 +60,57 @@ export interface RunningOwner {
   process: number;
 }
 
+/** How {@link saveReceipt} writes: the owner of a `running` receipt, and whether only a receipt still `running` may be overwritten. */
+export interface SaveOptions {
+  /** For a receipt written `running`: the hold to release and the process to outlive before restart recovery may close it (issue 12 §4). */
+  running?: RunningOwner | null;
+  /**
+   * Fenced (issue 12 §4): overwrite the stored receipt only while it is `running`, in the same
+   * statement that locks it, so a call that restart recovery closed meanwhile writes nothing.
+   */
+  only_running?: boolean;
+}
+
 /**
- * Writes (or overwrites) a receipt; `running` (for a receipt written `running`) names the hold to
- * release and the process to outlive before restart recovery may close it (issue 12 §4); a
- * receipt written without it is owned by no process. A final receipt under an approval also deletes the approval's held
+ * Writes (or overwrites) a receipt and answers whether it was written (false only when
+ * `only_running` found it closed: then nothing was written). A receipt written without
+ * `options.running` is owned by no process. A final receipt under an approval also deletes the approval's held
  * input: the run's outcome is recorded, so nothing needs it any more (gateway §4, issue 8 §1.5).
  * A finished run (succeeded or failed) also lands once in `call_events` (gateway §7 "The
  * journal"), append-only, written with its receipt (in the caller's transaction when it passes one).
  */
-export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, running: RunningOwner | null = null): Promise<void> {
-  await db('gateway_receipts')
+export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, options: SaveOptions = {}): Promise<boolean> {
+  const upsert = db('gateway_receipts')
     .insert({
       id: receipt.id,
       parent: receipt.parent,
       root_mandate,
       status: receipt.status,
       document: JSON.stringify(receipt),
-      hold_id: running?.hold_id ?? null,
-      process: running?.process ?? null,
+      hold_id: options.running?.hold_id ?? null,
+      process: options.running?.process ?? null,
       created_at: receipt.created_at,
     })
     .onConflict('id')
     .merge(['status', 'document', 'hold_id', 'process']);
+  if (options.only_running) upsert.where('gateway_receipts.status', 'running');
+  const { sql, bindings } = upsert.returning('id').toSQL();
+  const finished = receipt.status === 'succeeded' || receipt.status === 'failed';
+  // A finished run's event is written by the same statement, only when the receipt was.
+  const { rows } = finished
+    ? await db.raw(
+        `WITH written AS (${sql}),
+         event AS (INSERT INTO call_events (receipt, agent, status, error, latency_ms, cost_micros, delegated)
+                   SELECT id, ?::text, ?::text, ?::text, ?::integer, ?::bigint, ?::boolean FROM written ON CONFLICT (receipt) DO NOTHING)
+         SELECT id FROM written`,
+        [...bindings, receipt.agent, receipt.status, receipt.error?.code ?? null, receipt.duration_ms, receipt.billed ? parseMoney(receipt.cost.own) : 0, receipt.parent !== null],
+      )
+    : await db.raw(sql, bindings);
+  if (rows.length === 0) return false;
   if (receipt.approval !== null && receipt.status !== 'running' && receipt.status !== 'pending_approval') {
     await db('gateway_approvals').where({ id: receipt.approval }).whereNot({ status: 'pending' }).update({ input: null });
   }
-  if (receipt.status !== 'succeeded' && receipt.status !== 'failed') return;
-  await db('call_events')
-    .insert({
-      receipt: receipt.id,
-      agent: receipt.agent,
-      status: receipt.status,
-      error: receipt.error?.code ?? null,
-      latency_ms: receipt.duration_ms,
-      cost_micros: receipt.billed ? parseMoney(receipt.cost.own) : 0,
-      delegated: receipt.parent !== null,
-    })
-    .onConflict('receipt')
-    .ignore();
+  return true;
 }
 
 const documentOf = (row: Record<string, any>): Receipt => (typeof row.document === 'string' ? JSON.parse(row.document) : row.document);

@@ -1,7 +1,8 @@
 /**
  * `holon serve`: the dev gateway (gateway §5, §6 "Dev runtime") in one process with the
  * embedded database and, unless `clearing_url` names another binding, the reference clearing
- * binding; `agents/host.mjs` runs beside it as a child process. It loads the shipped agents (`examples/`, `agents/`), takes a
+ * binding (which the gateway calls in-process, `clearing-in-process.ts`, while it also serves
+ * HTTP for everyone else); `agents/host.mjs` runs beside it as a child process. It loads the shipped agents (`examples/`, `agents/`), takes a
  * process lease, closes calls that dead processes left in flight (gateway §7 "Restarts"; several
  * processes may share one Postgres, issue 12 §4), posts pending settlements, and makes sure the dev
  * account `dev` and the mandates of `examples/mandates/` exist, so a first call needs no set-up.
@@ -20,7 +21,8 @@ import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import type { Fetch } from '../runtimes/http.ts';
 import { createRuntimes } from '../runtimes/index.ts';
-import { ClearingPort, ClearingRefused, clearingTimeoutsFromEnv, type ClearingTimeouts } from './clearing.ts';
+import { ClearingRefused, clearingTimeoutsFromEnv, HttpClearingPort, type ClearingPort, type ClearingTimeouts } from './clearing.ts';
+import { InProcessClearingPort } from './clearing-in-process.ts';
 import { createGatewayApp, type GatewayAppExtension } from './app.ts';
 import { Gateway, type GatewayDeps } from './lifecycle.ts';
 import { storeMandate } from './mandates.ts';
@@ -152,6 +154,7 @@ export interface RunningGateway {
   url: string;
   /** The `/mcp` URL of `agents/host.mjs`, when it was started. */
   agents_url: string | null;
+  /** The binding's HTTP URL: the in-process binding's own listener, or `clearing_url` when another binding was named. */
   clearing_url: string;
   server: Server;
   gateway: Gateway;
@@ -235,7 +238,9 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger });
     closers.push(binding.close);
   }
-  const clearing = new ClearingPort(options.clearing_url ?? binding!.url, options.clearing_timeouts ?? clearingTimeoutsFromEnv());
+  // The binding in this process is called in-process (its ledger, its write path); HTTP only reaches another binding.
+  const timeouts = options.clearing_timeouts ?? clearingTimeoutsFromEnv();
+  const clearing: ClearingPort = binding ? new InProcessClearingPort(binding.ledger, timeouts) : new HttpClearingPort(options.clearing_url!, timeouts);
   const target = targetOf(path.join(options.db, 'gateway'));
   const database = await openDatabase(target);
   closers.push(database.close);
@@ -317,7 +322,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   return {
     url: localUrl(address, port),
     agents_url: host?.url ?? null,
-    clearing_url: clearing.url,
+    clearing_url: binding?.url ?? options.clearing_url!,
     server,
     gateway,
     outbox,

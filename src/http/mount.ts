@@ -58,6 +58,36 @@ function validator(validate: ValidateFunction | null, where: string) {
   };
 }
 
+/** The request checks of one operation: each throws 422 `invalid_request` naming the field and the bound. */
+export interface OperationChecks {
+  params(value: unknown): void;
+  query(value: unknown): void;
+  body(value: unknown): void;
+}
+
+/** Checks already compiled, per operation table (compiling a document's schemas is start-up work, done once). */
+const compiledChecks = new WeakMap<readonly MountableOperation[], Map<string, OperationChecks>>();
+
+/**
+ * The checks of every operation of `table` by operation id: path and query against the
+ * document's schemas with type coercion (they arrive as text), the body strictly. Compiled on
+ * the first use of a table and shared by every later one (each app mounting it, the in-process
+ * clearing port).
+ */
+export function operationChecks(table: readonly MountableOperation[], schemaDocument: object): Map<string, OperationChecks> {
+  const known = compiledChecks.get(table);
+  if (known) return known;
+  const strict = newAjv(false, schemaDocument);
+  const coercing = newAjv(true, schemaDocument);
+  const compile = (ajv: Ajv2020, schema: Record<string, unknown> | null) => (schema ? ajv.compile(anchored(schema)) : null);
+  const checks = new Map<string, OperationChecks>();
+  for (const op of table) {
+    checks.set(op.operationId, { params: validator(compile(coercing, op.params), 'path'), query: validator(compile(coercing, op.query), 'query'), body: validator(compile(strict, op.body), 'body') });
+  }
+  compiledChecks.set(table, checks);
+  return checks;
+}
+
 /** Options of `mountOperations`. */
 export interface MountOptions {
   table: readonly MountableOperation[];
@@ -75,30 +105,26 @@ export interface MountOptions {
  * operation's body is read by `readJsonBody` (415 for another media type or charset; 422 for a
  * body that is too large, not UTF-8, not JSON, too deep, not a JSON object, or carries a NUL, a
  * lone surrogate or a number beyond the exact integer range); then path, query and body are
- * validated against the document's schemas (422 naming the field and the bound).
+ * validated against the document's schemas (422 naming the field and the bound, {@link operationChecks}).
  */
 export function mountOperations(app: Koa, options: MountOptions): void {
-  const strict = newAjv(false, options.schemaDocument);
-  const coercing = newAjv(true, options.schemaDocument);
+  const checks = operationChecks(options.table, options.schemaDocument);
   const router = new Router();
-  const compile = (ajv: Ajv2020, schema: Record<string, unknown> | null) => (schema ? ajv.compile(anchored(schema)) : null);
 
   for (const op of options.table) {
     const handler = options.handlers[op.operationId];
-    const checkParams = validator(compile(coercing, op.params), 'path');
-    const checkQuery = validator(compile(coercing, op.query), 'query');
-    const checkBody = validator(compile(strict, op.body), 'body');
+    const check = checks.get(op.operationId)!;
     router[op.method](op.koaPath, async (ctx) => {
       if (!handler) throw new HttpError(404, 'not_offered', `this binding does not offer ${op.operationId}`);
       const params = { ...ctx.params };
       const query = { ...ctx.query };
-      checkParams(params);
-      checkQuery(query);
+      check.params(params);
+      check.query(query);
       let body: unknown;
       if (op.body) {
         body = await readJsonBody(ctx, options.body_limit_bytes ?? MAX_BODY_BYTES);
         if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('invalid request: the body must be a JSON object');
-        checkBody(body);
+        check.body(body);
       }
       ctx.body = await handler({ params, query, body }, ctx);
     });

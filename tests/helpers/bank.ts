@@ -20,7 +20,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { PLATFORM_FEES } from '../../src/clearing/settlements.ts';
 import { PLATFORM_ACCOUNT } from '../../src/contracts/split.ts';
-import { ClearingPort } from '../../src/gateway/clearing.ts';
+import { HttpClearingPort } from '../../src/gateway/clearing.ts';
 import type { Receipt } from '../../src/gateway/receipts.ts';
 import { BIN, closedPort } from './cli.ts';
 import { EXAMPLE_AGENTS, FIXTURE_AGENTS, micros, waitFor } from './gateway.ts';
@@ -124,7 +124,7 @@ export function startBankGateway(store: Store, binding: BindingProcess, mandate_
 
 /** Funds the dev account at the binding (once per store: the transaction id is fixed). */
 export async function fundDev(binding: BindingProcess, store: Store): Promise<void> {
-  await new ClearingPort(binding.url).credit(`bank-funding:${path.basename(store.db)}`, 'dev', FUNDING_MICROS, 'bank test funding', true);
+  await new HttpClearingPort(binding.url).credit(`bank-funding:${path.basename(store.db)}`, 'dev', FUNDING_MICROS, 'bank test funding', true);
 }
 
 /** The kinds of call the load mixes (issue 8 §7). */
@@ -231,7 +231,7 @@ export function startLoad(urls: () => string[], callers: number, random: () => n
  * (issue 8 §1.3): it does not hold the drain, and `checkBooks` checks that no such hold exists.
  */
 export async function drained(url: string, binding: BindingProcess, payer = 'dev'): Promise<void> {
-  const clearing = new ClearingPort(binding.url);
+  const clearing = new HttpClearingPort(binding.url);
   let seen: unknown = null;
   try {
     await waitFor(async () => {

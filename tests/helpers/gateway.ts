@@ -28,7 +28,7 @@ import type TestAgent from 'supertest/lib/agent.js';
 import { startClearingServer, type RunningClearing } from '../../src/clearing/server.ts';
 import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
 import { openDatabase } from '../../src/db/index.ts';
-import { ClearingPort, type ClearingTimeouts } from '../../src/gateway/clearing.ts';
+import { HttpClearingPort, type ClearingPort, type ClearingTimeouts } from '../../src/gateway/clearing.ts';
 import type { OutboxSettings } from '../../src/gateway/outbox.ts';
 import { budgetOf, budgetView, storeMandate } from '../../src/gateway/mandates.ts';
 import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
@@ -202,7 +202,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     if (!options.store) await rm(dir, { recursive: true, force: true });
     throw error;
   }
-  const clearing = new ClearingPort(running.clearing_url);
+  const clearing = new HttpClearingPort(running.clearing_url);
   const http = supertest(running.server);
   const payers: string[] = [];
 
