@@ -310,11 +310,11 @@ export class Outbox {
     }
   }
 
-  /** Marks intents the binding took as posted, in one statement. */
-  private async markPosted(rows: Row[]): Promise<void> {
+  /** Marks intents as posted (done with), in one statement; `last_error` says why when the binding did not take them. */
+  private async markPosted(rows: Row[], last_error: string | null = null): Promise<void> {
     await this.db('gateway_settlement_intents')
       .whereIn('txn_id', rows.map((row) => row.txn_id))
-      .update({ status: 'posted', attempts: this.db.raw('attempts + 1'), posted_at: this.db.raw('clock_timestamp()'), last_error: null, next_attempt_at: null, claimed_until: null });
+      .update({ status: 'posted', attempts: this.db.raw('attempts + 1'), posted_at: this.db.raw('clock_timestamp()'), last_error, next_attempt_at: null, claimed_until: null });
   }
 
   /** Whether a settlement of `receipt` is still pending, besides those in `posted` (taken by the binding, not yet marked). */
@@ -341,9 +341,7 @@ export class Outbox {
       const noSuchHold = row.operation === 'release-hold' && error instanceof ClearingRefused && error.status === 404;
       if (noSuchHold && !this.mayStillOpen(body)) {
         // The hold never came to exist: there is nothing to release, and nothing is left open.
-        await this.db('gateway_settlement_intents')
-          .where({ txn_id: row.txn_id })
-          .update({ status: 'posted', attempts, posted_at: this.db.raw('clock_timestamp()'), last_error: `nothing to release: ${message}`, next_attempt_at: null, claimed_until: null });
+        await this.markPosted([row], `nothing to release: ${message}`);
         return 'done';
       }
       const refused = error instanceof ClearingRefused && !noSuchHold;
