@@ -72,8 +72,9 @@ after(async () => {
 /** Uploads `bytes` with `key`; answers the response. */
 const upload = (key: string, bytes: Buffer, type = 'application/octet-stream') => hosted.http.post('/v0/files').set(bearer(key)).set('content-type', type).send(bytes);
 
-/** The balance of `account` as the admin sees it. */
+/** The balance of `account` as the admin sees it, once every pending settlement is posted (posting follows the receipt, issue 12 §3). */
 async function balance(account: TestAccount): Promise<string> {
+  await hosted.running.outbox.drain();
   const me = await hosted.http.get('/v0/me').set(bearer(account.human)).expect(200);
   return me.body.balance.balance;
 }
