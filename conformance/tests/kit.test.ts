@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { CHECKS } from '../src/checks/index.ts';
 import { loadConfig } from '../src/config.ts';
@@ -123,6 +123,15 @@ describe('the kit proves what it claims', () => {
 });
 
 describe('the command line', () => {
+  const scratch: string[] = [];
+  /** A fresh directory for a test's configs and reports, removed after the suite. */
+  async function scratchDir(): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
+    scratch.push(dir);
+    return dir;
+  }
+  after(() => Promise.all(scratch.map((dir) => rm(dir, { recursive: true, force: true }))));
+
   /** Runs the bin; answers exit code and output. */
   async function cli(args: string[], options: { cwd?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
@@ -135,7 +144,7 @@ describe('the command line', () => {
   }
 
   test('exit 0 on a correct binding, writing the JSON and JUnit reports', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
+    const dir = await scratchDir();
     const fake = await startFakeBinding();
     try {
       await writeFile(join(dir, 'config.json'), JSON.stringify(configFor(fake.url)));
@@ -153,7 +162,7 @@ describe('the command line', () => {
   });
 
   test('exit 1 when a MUST check fails, with the failure and a curl line on stdout', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
+    const dir = await scratchDir();
     const fake = await startFakeBinding({ fault: 'settle-replay-applies-twice' });
     try {
       await writeFile(join(dir, 'config.json'), JSON.stringify(configFor(fake.url)));
@@ -168,7 +177,7 @@ describe('the command line', () => {
   });
 
   test('exit 2 for an invalid config, an unknown check, a fixture account not created and an unreachable binding', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
+    const dir = await scratchDir();
     await writeFile(join(dir, 'bad.json'), JSON.stringify({ fixtures: {} }));
     const bad = await cli(['--config', join(dir, 'bad.json')]);
     assert.equal(bad.code, 2);
@@ -194,7 +203,7 @@ describe('the command line', () => {
   });
 
   test('exit 2, saying so, when what answers is not a clearing binding: the gateway, a web page, another JSON API', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
+    const dir = await scratchDir();
     const answers: [string, number, string, string][] = [
       // What a Holon gateway answers on the binding's path (its own router's refusal).
       ['a Holon gateway', 404, 'application/json', '{"error":"GET /internal/clearing/capabilities is not an operation of this contract","code":"no_such_route"}'],
@@ -219,7 +228,7 @@ describe('the command line', () => {
   });
 
   test('init writes a commented YAML config that runs as written; it never overwrites one without --force', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'holon-conformance-'));
+    const dir = await scratchDir();
     const made = await cli(['init'], { cwd: dir });
     assert.equal(made.code, 0, made.stderr);
     const file = join(dir, 'holon-conformance.yaml');

@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { constants } from 'node:fs';
+import { constants, rmSync } from 'node:fs';
 import { access, cp, mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -146,9 +146,16 @@ async function templateDir(): Promise<string> {
   return dir;
 }
 
-/** A fresh data directory: on PGlite, `gateway/` and `clearing/` copied from the migrated template. */
+/** The data directories this test process made; removed when it exits, whatever closed or not (each is ~80 MB on PGlite, in memory). */
+const dataDirs = new Set<string>();
+process.once('exit', () => {
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh data directory, removed when the test process exits: on PGlite, `gateway/` and `clearing/` copied from the migrated template. */
 export async function freshDataDir(): Promise<string> {
   const dir = await mkdtemp(path.join(await scratchRoot(), 'holon-gateway-test-'));
+  dataDirs.add(dir);
   if (!onPostgres()) {
     const template = await templateDir();
     await cp(template, path.join(dir, 'gateway'), { recursive: true });
