@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Knex } from 'knex';
 import { RESOLVE_SQL } from '../src/clearing/accounts.ts';
-import { rawQuery } from '../src/clearing/raw-sql.ts';
+import { rawQuery } from '../src/db/raw-sql.ts';
 import { settleOp } from '../src/clearing/settlements.ts';
 import { APPLY_SQL } from '../src/clearing/write-path.ts';
 import { WritePath, writePathOptionsFromEnv, type LedgerOp } from '../src/clearing/write-path.ts';

@@ -8,7 +8,7 @@ import type { OperationRequest, OperationResult } from '../../generated/clearing
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest } from '../http/errors.ts';
 import { expireHolds, inTransaction, isMachinery, lockAccounts, readFigures, type Ledger } from './ledger.ts';
-import { rawQuery, rawRunner, transactionRunner, type FixedStatement } from './raw-sql.ts';
+import { rawQuery, rawRunner, transactionRunner, type FixedStatement } from '../db/raw-sql.ts';
 import { reservationsOf } from './reservations.ts';
 
 /** The statement length of read-summary: default and clamp (§6.3). */

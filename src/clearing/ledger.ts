@@ -9,7 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest, noSuchObject } from '../http/errors.ts';
-import type { FixedStatement, SqlRunner } from './raw-sql.ts';
+import type { FixedStatement, SqlRunner } from '../db/raw-sql.ts';
 import type { WritePath } from './write-path.ts';
 
 /** The binding's storage: the knex handle for reads and cold doors, the write path for value-moving doors. */

@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
 import { int, iso } from '../db/index.ts';
 import { invalidRequest, noSuchObject } from '../http/errors.ts';
-import { transactionRunner } from './raw-sql.ts';
+import { transactionRunner } from '../db/raw-sql.ts';
 import { checkReplay, expireHolds, inTransaction, readFigures, refuseMachinery, storedTransaction, termsOf, type Ledger } from './ledger.ts';
 
 type Reservation = OperationResult<'read-reservation'> extends infer R ? Omit<R, 'draws'> : never;

@@ -15,7 +15,7 @@
  */
 import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
-import { rawQuery, type FixedStatement } from './raw-sql.ts';
+import { rawQuery, type FixedStatement } from '../db/raw-sql.ts';
 import { refusalOf } from './refusals.ts';
 
 /** One value-moving operation as `clearing_apply` takes it (see the migration for each shape). */

@@ -25,6 +25,18 @@ export async function readMeasured(db: Knex, ids?: readonly string[]): Promise<M
   return new Map((await query).map((row) => [row.id as string, { runs: int(row.runs), successes: int(row.successes) }]));
 }
 
+/** The parameters of {@link MEASURED_CTE}: the agent's id and 1 for a success, else 0. */
+export type MeasuredParam = 'measured_agent' | 'measured_success';
+
+/**
+ * One more run (and success) in the measured record as a CTE (`measured`), only when `guard`
+ * has a row (the finished run's receipt was written), for the statement that writes the receipt.
+ */
+export const measuredCte = (guard: string) => `measured AS (
+    INSERT INTO gateway_agent_stats (id, runs, successes)
+    SELECT :measured_agent::text, 1, :measured_success::bigint FROM ${guard}
+    ON CONFLICT (id) DO UPDATE SET runs = gateway_agent_stats.runs + 1, successes = gateway_agent_stats.successes + excluded.successes)`;
+
 /**
  * The success rate used for ranking: (successes + 1) / (runs + 1), so an agent without runs is
  * neither favoured nor shut out (gateway §1 "Resolve": cost per successful run).

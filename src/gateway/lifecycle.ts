@@ -22,10 +22,12 @@ import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
 import { rankingRate, readMeasured } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
-import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type BudgetFigures, type StoredMandate } from './mandates.ts';
-import { BACKLOG_RETRY_AFTER_S, type Intent, type Outbox } from './outbox.ts';
+import { budgetOf, closeParams, closeReservation, loadMandate, reserveParams, subMandateParams, type BudgetFigures, type StoredMandate } from './mandates.ts';
+import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
-import { costView, nextReceiptId, now, readReceipt, saveReceipt, treeOf, type Receipt, type ReceiptTree, type SaveOptions } from './receipts.ts';
+import { costView, nextReceiptId, now, readReceipt, receiptParams, saveReceipt, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptTree } from './receipts.ts';
+import { FINISH_CALL, RESERVE_CALL } from './call-writes.ts';
+import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
 
 /** A call as `POST /v0/calls` takes it (gateway §5); `max_cost` is a decimal string in the mandate's currency. */
 export interface CallRequest {
@@ -230,7 +232,7 @@ export class Gateway {
     call.receipt.status = stop.status;
     call.receipt.error = { code: stop.code, message: stop.message };
     call.receipt.duration_ms = Date.now() - call.started_ms;
-    await this.deps.db.transaction((trx) => this.writeReceipt(trx, call, stop.http));
+    await this.writeCall(call, stop.http, SAVE_RECEIPT, receiptParams(call.receipt, this.rootMandate(call)));
     return { http: stop.http, receipt: call.receipt, error: call.receipt.error, total_micros: 0, ...(stop.retry_after_s === undefined ? {} : { retry_after_s: stop.retry_after_s }) };
   }
 
@@ -239,14 +241,27 @@ export class Gateway {
   }
 
   /**
-   * Writes the call's receipt and, in the same transaction, what `options.record` records with it;
-   * `running` (the hold and this process) while the call runs (issue 12 §4); `only_running`: only
-   * over a receipt still `running` (fenced). Answers false, having written nothing, when fenced out.
+   * Runs `write`, one statement that writes the call's receipt with whatever goes with it, and,
+   * in the same transaction, what `options.record` records with the receipt; without a recorder
+   * the statement is its own transaction (one round trip). Answers whether the receipt was
+   * written (`write` answered a row); nothing is recorded when it was not.
    */
-  private async writeReceipt(trx: Knex.Transaction, call: Call, http: CallResult['http'] | null, options: SaveOptions = {}): Promise<boolean> {
-    if (!(await saveReceipt(trx, call.receipt, this.rootMandate(call), options))) return false;
+  private async writeCall<P extends string>(call: Call, http: CallResult['http'] | null, write: NamedStatement<P>, params: Record<P, unknown>): Promise<boolean> {
+    const { db } = this.deps;
+    const values = write.values(params);
+    const record = call.options.record;
+    if (!record) return (await rawQuery(db, write.statement, values)).length > 0;
+    return db.transaction(async (trx) => {
+      if ((await transactionRunner(trx)(write.statement, values)).length === 0) return false;
+      await record(trx, call.receipt, http);
+      return true;
+    });
+  }
+
+  /** Writes the call's receipt inside `trx` (a transaction that writes more with it) and what `options.record` records with it. */
+  private async writeReceipt(trx: Knex.Transaction, call: Call, http: CallResult['http'] | null): Promise<void> {
+    await saveReceipt(trx, call.receipt, this.rootMandate(call));
     await call.options.record?.(trx, call.receipt, http);
-    return true;
   }
 
   /** Exactly one of `agent` and `capability`; `max_cost` a decimal string. 422 `invalid_request` otherwise. */
@@ -410,7 +425,6 @@ export class Gateway {
     const holdId = parent?.mode === 'passthrough' || worst.worst_case_micros === 0 ? null : `hold:${this.work(call.id)}`;
     if (worst.worst_case_micros > 0) await this.refuseOverBacklog();
 
-    let sub: StoredMandate | null = null;
     let subDocument: Record<string, any> | null = null;
     if (manifest.calls.length > 0) {
       const budget_micros = subBudget(call.mandate, manifest, worst.listed_micros, worst.worst_case_micros);
@@ -420,18 +434,16 @@ export class Gateway {
       call.receipt.sub_mandate = subDocument.id;
     }
 
-    const reserved = await db.transaction(async (trx) => {
-      const result = await reserveBudget(trx, call.mandate, call.id, worst.worst_case_micros);
-      if (!result.ok) return result;
-      if (subDocument) {
-        const payer = manifest.downstream?.mode === 'included' ? manifest.id.split('/')[0] : call.receipt.payer;
-        sub = await storeMandate(trx, subDocument, { parent: call.mandate.id, payer });
-      }
-      await this.writeReceipt(trx, call, null, { running: { hold_id: holdId, process: this.deps.process_id } });
-      return result;
+    const payer = manifest.downstream?.mode === 'included' ? manifest.id.split('/')[0] : call.receipt.payer;
+    const { stored: sub, params: subParams } = subMandateParams(subDocument ? { document: subDocument, parent: call.mandate.id, payer } : null);
+    const reserved = await this.writeCall(call, null, RESERVE_CALL, {
+      ...reserveParams(call.mandate, call.id, worst.worst_case_micros),
+      ...subParams,
+      ...receiptParams(call.receipt, this.rootMandate(call), { running: { hold_id: holdId, process: this.deps.process_id } }),
     });
-    if (!reserved.ok) {
-      throw new Stop('denied', 403, 'over_budget', `worst case ${formatMoney(worst.worst_case_micros)} ${call.receipt.currency} exceeds the remaining budget ${formatMoney(reserved.figures.remaining_micros)} ${call.receipt.currency} of mandate ${call.mandate.id}`);
+    if (!reserved) {
+      const figures = await budgetOf(db, call.mandate.id, call.mandate.mandate.budget.total_micros);
+      throw new Stop('denied', 403, 'over_budget', `worst case ${formatMoney(worst.worst_case_micros)} ${call.receipt.currency} exceeds the remaining budget ${formatMoney(figures.remaining_micros)} ${call.receipt.currency} of mandate ${call.mandate.id}`);
     }
 
     if (holdId) {
@@ -458,7 +470,7 @@ export class Gateway {
       Object.assign(call.receipt, { status: 'failed', billed: false, splits: [], cost: costView(0, parseMoney(call.receipt.cost.downstream)) });
       call.receipt.error = { code: 'gateway_error', message: 'the gateway failed while running this call; nothing was billed and the hold was released' };
       call.receipt.duration_ms = Date.now() - call.started_ms;
-      await db.transaction((trx) => this.writeReceipt(trx, call, 502));
+      await this.writeCall(call, 502, SAVE_RECEIPT, receiptParams(call.receipt, this.rootMandate(call)));
       return { http: 502, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
     }
   }
@@ -605,20 +617,16 @@ export class Gateway {
     });
     const total_micros = result.own_micros + result.downstream_micros;
     const http = result.succeeded ? 200 : 502;
-    const fenced = await this.deps.db.transaction(async (trx) => {
-      // Fenced (issue 12 §4): a receipt no longer `running` was closed by restart recovery, which
-      // took this process for dead and released the budget and the hold: nothing may be billed now.
-      if (!(await this.writeReceipt(trx, call, http, { only_running: true }))) return true;
-      await this.deps.outbox.write(trx, intents);
-      // The rows every call of an agent or a mandate shares come last: their locks are held only until the commit.
-      await trx('gateway_agent_stats')
-        .insert({ id: manifest.id, runs: 1, successes: result.succeeded ? 1 : 0 })
-        .onConflict('id')
-        .merge({ runs: trx.raw('gateway_agent_stats.runs + 1'), successes: trx.raw('gateway_agent_stats.successes + ?', [result.succeeded ? 1 : 0]) });
-      await closeReservation(trx, call.id, total_micros);
-      return false;
+    // Fenced (issue 12 §4): a receipt no longer `running` was closed by restart recovery, which
+    // took this process for dead and released the budget and the hold: nothing may be billed now.
+    const written = await this.writeCall(call, http, FINISH_CALL, {
+      ...receiptParams(call.receipt, this.rootMandate(call), { only_running: true }),
+      ...intentsParams(intents),
+      measured_agent: manifest.id,
+      measured_success: result.succeeded ? 1 : 0,
+      ...closeParams(call.id, total_micros),
     });
-    if (fenced) {
+    if (!written) {
       const closed = (await readReceipt(this.deps.db, call.id))!;
       this.deps.logger.error({ receipt: call.id }, 'a call finished after restart recovery closed it: its outcome is not billed');
       return { http: 502, receipt: closed, error: closed.error ?? undefined, total_micros: 0 };

@@ -11,6 +11,7 @@ import type { Knex } from 'knex';
 import { int } from '../db/index.ts';
 import { validateMandate, type Mandate } from '../contracts/mandate.ts';
 import { formatMoney, type Micros } from '../contracts/money.ts';
+import { namedStatement, runnerOf } from '../db/raw-sql.ts';
 import { NEXT_RECEIPT_SQL, receiptIdOf } from './receipts.ts';
 
 /** A stored mandate: the document as written, its normalized form, its parent and who pays under it. */
@@ -45,6 +46,9 @@ function figuresOf(total_micros: Micros, row: { reserved_micros?: unknown; spent
   return { total_micros, spent_micros, reserved_micros, remaining_micros: total_micros - spent_micros - reserved_micros };
 }
 
+const ROOT_MANDATE = namedStatement<'id'>('holon_gateway_root_mandate', 'SELECT * FROM gateway_mandates WHERE id = :id::text AND parent IS NULL');
+const ROOT_MANDATE_AND_RECEIPT = namedStatement<'id'>('holon_gateway_root_mandate_receipt', `SELECT *, ${NEXT_RECEIPT_SQL} AS receipt_seq FROM gateway_mandates WHERE id = :id::text AND parent IS NULL`);
+
 /**
  * Reads a root mandate and its budget figures (one statement), or null: the only kind a door
  * (`/v0`, `/mcp`) may name. A derived sub-mandate (gateway §3) is null here, like a mandate that
@@ -53,8 +57,8 @@ function figuresOf(total_micros: Micros, row: { reserved_micros?: unknown; spent
  * none is drawn when there is no such mandate). Throws ContractError when a stored document is no longer valid.
  */
 export async function loadMandate(db: Knex | Knex.Transaction, id: string, options: { receipt_id?: boolean } = {}): Promise<LoadedMandate | null> {
-  const query = db('gateway_mandates').where({ id }).whereNull('parent');
-  const row = await (options.receipt_id ? query.first('*', db.raw(`${NEXT_RECEIPT_SQL} AS receipt_seq`)) : query.first());
+  const read = options.receipt_id ? ROOT_MANDATE_AND_RECEIPT : ROOT_MANDATE;
+  const [row] = await runnerOf(db)(read.statement, read.values({ id }));
   if (!row) return null;
   const document = typeof row.document === 'string' ? JSON.parse(row.document) : row.document;
   const mandate = validateMandate(document);
@@ -92,51 +96,93 @@ export async function budgetOf(db: Knex | Knex.Transaction, id: string, total_mi
   return figuresOf(total_micros, await db('gateway_mandates').where({ id }).first('reserved_micros', 'spent_micros'));
 }
 
+/** The parameters of {@link RESERVE_CTES}: the mandate, its `total_micros`, the call's worst case (micro-units) and its receipt id. */
+export type ReserveParam = 'mandate' | 'total_micros' | 'worst_case_micros' | 'receipt_id';
+
 /**
- * Reserves `worst_case_micros` of a mandate's budget for `receipt`: in one statement, the
- * mandate's `reserved_micros` grows by it only while total − spent − reserved still covers it
- * (checked under the row's lock, on its latest version), and the reservation row is written.
- * A worst case exactly equal to what remains fits (open point 6). `ok: false` with the figures
- * seen when it does not fit (nothing is written).
+ * Reserving as CTEs, for a statement that writes more with it: `reserved` (the mandate's id,
+ * when its `reserved_micros` grew by the worst case: only while total − spent − reserved still
+ * covers it, checked under the row's lock on its latest version) and `reservation` (the
+ * reservation row, written only then). A worst case exactly equal to what remains fits (open point 6).
+ */
+export const RESERVE_CTES = `reserved AS (
+    UPDATE gateway_mandates SET reserved_micros = reserved_micros + :worst_case_micros::bigint
+    WHERE id = :mandate::text AND :total_micros::bigint - spent_micros - reserved_micros >= :worst_case_micros::bigint
+    RETURNING id),
+  reservation AS (
+    INSERT INTO gateway_reservations (receipt, mandate, worst_case_micros, status)
+    SELECT :receipt_id::text, id, :worst_case_micros::bigint, 'open' FROM reserved)`;
+
+/** The parameters of {@link RESERVE_CTES} for a call (`receipt_id`) reserving `worst_case_micros` under `mandate`. */
+export function reserveParams(mandate: StoredMandate, receipt_id: string, worst_case_micros: Micros): Record<ReserveParam, unknown> {
+  return { mandate: mandate.id, total_micros: mandate.mandate.budget.total_micros, worst_case_micros, receipt_id };
+}
+
+/** The parameters of {@link SUB_MANDATE_CTE}; all null when the call derives no sub-mandate. */
+export type SubMandateParam = 'sub_id' | 'sub_document' | 'sub_parent' | 'sub_payer' | 'sub_currency' | 'sub_total_micros';
+
+/** Storing a derived sub-mandate (gateway §3) as a CTE, only when `reserved` has a row and `:sub_id` is not null; a stored one stands. */
+export const SUB_MANDATE_CTE = `sub AS (
+    INSERT INTO gateway_mandates (id, document, parent, payer, currency, total_micros)
+    SELECT :sub_id::text, :sub_document::jsonb, :sub_parent::text, :sub_payer::text, :sub_currency::text, :sub_total_micros::bigint
+    FROM reserved WHERE :sub_id::text IS NOT NULL
+    ON CONFLICT (id) DO NOTHING)`;
+
+/** The parameters of {@link SUB_MANDATE_CTE} for `document` (validated; throws ContractError `invalid_mandate`) under `parent`, paid by `payer`; or none. */
+export function subMandateParams(sub: { document: Record<string, any>; parent: string; payer: string } | null): { stored: StoredMandate | null; params: Record<SubMandateParam, unknown> } {
+  if (!sub) return { stored: null, params: { sub_id: null, sub_document: null, sub_parent: null, sub_payer: null, sub_currency: null, sub_total_micros: null } };
+  const mandate = validateMandate(sub.document);
+  return {
+    stored: { id: mandate.id, document: sub.document, mandate, parent: sub.parent, payer: sub.payer },
+    params: { sub_id: mandate.id, sub_document: JSON.stringify(sub.document), sub_parent: sub.parent, sub_payer: sub.payer, sub_currency: mandate.budget.currency, sub_total_micros: mandate.budget.total_micros },
+  };
+}
+
+const RESERVE = namedStatement<ReserveParam>('holon_gateway_reserve', `WITH ${RESERVE_CTES} SELECT id FROM reserved`);
+
+/**
+ * Reserves `worst_case_micros` of a mandate's budget for `receipt` in one statement
+ * ({@link RESERVE_CTES}). `ok: false` with the figures seen when it does not fit (nothing is written).
  */
 export async function reserveBudget(
-  trx: Knex.Transaction,
+  db: Knex | Knex.Transaction,
   mandate: StoredMandate,
   receipt: string,
   worst_case_micros: Micros,
 ): Promise<{ ok: true } | { ok: false; figures: BudgetFigures }> {
-  const total_micros = mandate.mandate.budget.total_micros;
-  const { rows } = await trx.raw(
-    `WITH reserved AS (
-       UPDATE gateway_mandates SET reserved_micros = reserved_micros + ?
-       WHERE id = ? AND ? - spent_micros - reserved_micros >= ?
-       RETURNING id)
-     INSERT INTO gateway_reservations (receipt, mandate, worst_case_micros, status)
-     SELECT ?, id, ?, 'open' FROM reserved
-     RETURNING receipt`,
-    [worst_case_micros, mandate.id, total_micros, worst_case_micros, receipt, worst_case_micros],
-  );
+  const rows = await runnerOf(db)(RESERVE.statement, RESERVE.values(reserveParams(mandate, receipt, worst_case_micros)));
   if (rows.length === 1) return { ok: true };
-  return { ok: false, figures: await budgetOf(trx, mandate.id, total_micros) };
+  return { ok: false, figures: await budgetOf(db, mandate.id, mandate.mandate.budget.total_micros) };
+}
+
+/** The parameters of {@link closeCtes}: the receipt, and what it spent (micro-units; null: released, nothing spent). */
+export type CloseParam = 'receipt_id' | 'close_status' | 'spent_micros';
+
+/** The parameters of {@link closeCtes} for `receipt` having spent `spent_micros` (null: released). */
+export function closeParams(receipt: string, spent_micros: Micros | null): Record<CloseParam, unknown> {
+  return { receipt_id: receipt, close_status: spent_micros === null ? 'released' : 'settled', spent_micros: spent_micros ?? 0 };
 }
 
 /**
- * Closes a reservation still open: `settled` with what the call spent (0 or more), or `released`
- * (`spent_micros` null: nothing spent); in the same statement its worst case leaves the
- * mandate's `reserved_micros` and what it spent joins `spent_micros`. A reservation already
- * closed is left as it is.
+ * Closing a reservation still open as CTEs (`closed`, `budget`): `settled` with what the call
+ * spent, or `released`; its worst case leaves the mandate's `reserved_micros` and what it spent
+ * joins `spent_micros`. A reservation already closed is left as it is. `guard`: a CTE that must
+ * have a row for anything to close (the receipt the statement writes).
  */
-export async function closeReservation(trx: Knex.Transaction, receipt: string, spent_micros: Micros | null): Promise<void> {
-  await trx.raw(
-    `WITH closed AS (
-       UPDATE gateway_reservations SET status = ?, spent_micros = ?
-       WHERE receipt = ? AND status = 'open'
-       RETURNING mandate, worst_case_micros, spent_micros)
-     UPDATE gateway_mandates m
-     SET reserved_micros = m.reserved_micros - closed.worst_case_micros, spent_micros = m.spent_micros + closed.spent_micros
-     FROM closed WHERE m.id = closed.mandate`,
-    [spent_micros === null ? 'released' : 'settled', spent_micros ?? 0, receipt],
-  );
+export const closeCtes = (guard: string | null) => `closed AS (
+    UPDATE gateway_reservations SET status = :close_status::text, spent_micros = :spent_micros::bigint
+    WHERE receipt = :receipt_id::text AND status = 'open'${guard ? ` AND EXISTS (SELECT 1 FROM ${guard})` : ''}
+    RETURNING mandate, worst_case_micros, spent_micros),
+  budget AS (
+    UPDATE gateway_mandates m
+    SET reserved_micros = m.reserved_micros - closed.worst_case_micros, spent_micros = m.spent_micros + closed.spent_micros
+    FROM closed WHERE m.id = closed.mandate)`;
+
+const CLOSE = namedStatement<CloseParam>('holon_gateway_close_reservation', `WITH ${closeCtes(null)} SELECT 1`);
+
+/** Closes a reservation still open in one statement ({@link closeCtes}); `spent_micros` null: released. */
+export async function closeReservation(db: Knex | Knex.Transaction, receipt: string, spent_micros: Micros | null): Promise<void> {
+  await runnerOf(db)(CLOSE.statement, CLOSE.values(closeParams(receipt, spent_micros)));
 }
 
 /** A budget as the `/v0` API shows it: decimal strings in the mandate's currency. */

@@ -21,6 +21,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { int, iso } from '../db/index.ts';
+import { namedStatement, rawQuery, runnerOf } from '../db/raw-sql.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 
 /** A settle intent: the body of clearing-contract §6.8, amounts in micro-units. */
@@ -102,6 +103,49 @@ export function outboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Par
 
 const keyOf = (intent: Intent) => (intent.operation === 'settle' ? intent.body.txnId : `release:${intent.body.holdId}`);
 
+/** The parameter of {@link INTENTS_CTE}: the intents as a JSON array. */
+export type IntentsParam = 'intents';
+
+/** The parameter of {@link INTENTS_CTE} for `intents`. */
+export const intentsParams = (intents: readonly Intent[]): Record<IntentsParam, unknown> => ({
+  intents: JSON.stringify(intents.map((intent, index) => ({ ord: index, txn_id: keyOf(intent), receipt: intent.receipt, operation: intent.operation, body: intent.body }))),
+});
+
+/**
+ * Writing settlement intents as a CTE (`intents`), pending and due now, in the order given (their
+ * `seq`, the order they are posted in), for a statement that writes them with their receipt;
+ * idempotent on their keys. `guard`: a CTE that must have a row for them to be written.
+ */
+export const intentsCte = (guard: string | null) => `intents AS (
+    INSERT INTO gateway_settlement_intents (txn_id, receipt, operation, body, status, next_attempt_at)
+    SELECT i.txn_id, i.receipt, i.operation, i.body, 'pending', clock_timestamp()
+    FROM jsonb_to_recordset(:intents::jsonb) AS i(ord integer, txn_id text, receipt text, operation text, body jsonb)${guard ? `
+    WHERE EXISTS (SELECT 1 FROM ${guard})` : ''}
+    ORDER BY i.ord
+    ON CONFLICT (txn_id) DO NOTHING)`;
+
+const WRITE = namedStatement<IntentsParam>('holon_gateway_write_intents', `WITH ${intentsCte(null)} SELECT 1`);
+
+/** Claims the unclaimed pending intents of one receipt for `:lease_ms`, with the count of its pending settlements (the right-after-the-receipt path). */
+const CLAIM_RECEIPT = namedStatement<'lease_ms' | 'receipt'>(
+  'holon_gateway_claim_receipt',
+  `WITH claimed AS (
+     UPDATE gateway_settlement_intents SET claimed_until = clock_timestamp() + (:lease_ms::integer * interval '1 millisecond')
+     WHERE receipt = :receipt::text AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+     RETURNING *)
+   SELECT claimed.*, (SELECT count(*) FROM gateway_settlement_intents
+                      WHERE receipt = :receipt::text AND operation = 'settle' AND status = 'pending')::int AS settlements_pending
+   FROM claimed`,
+);
+
+/** Marks the intents `:txn_ids` posted, with `:last_error`. */
+const MARK_POSTED = namedStatement<'txn_ids' | 'last_error'>(
+  'holon_gateway_mark_posted',
+  `UPDATE gateway_settlement_intents
+   SET status = 'posted', attempts = attempts + 1, posted_at = clock_timestamp(), last_error = :last_error::text, next_attempt_at = NULL, claimed_until = NULL
+   WHERE txn_id = ANY(:txn_ids::text[])`,
+);
+
 /** A claimed intent row. */
 type Row = Record<string, any>;
 
@@ -125,22 +169,10 @@ export class Outbox {
     this.settings = { ...DEFAULT_OUTBOX, ...settings };
   }
 
-  /** Writes intents in `trx` (the receipt's transaction). Idempotent on their keys. */
+  /** Writes intents in `trx` (the receipt's transaction), in one statement ({@link INTENTS_CTE}). Idempotent on their keys. */
   async write(trx: Knex.Transaction, intents: readonly Intent[]): Promise<void> {
     if (intents.length === 0) return;
-    await trx('gateway_settlement_intents')
-      .insert(
-        intents.map((intent) => ({
-          txn_id: keyOf(intent),
-          receipt: intent.receipt,
-          operation: intent.operation,
-          body: JSON.stringify(intent.body),
-          status: 'pending',
-          next_attempt_at: trx.raw('clock_timestamp()'),
-        })),
-      )
-      .onConflict('txn_id')
-      .ignore();
+    await runnerOf(trx)(WRITE.statement, WRITE.values(intentsParams(intents)));
   }
 
   /**
@@ -234,17 +266,8 @@ export class Outbox {
    * same statement), so its release needs no further check once they are posted.
    */
   private async claimReceipt(receipt: string): Promise<{ rows: Row[]; all_settlements: boolean }> {
-    const { rows } = await this.db.raw(
-      `WITH claimed AS (
-         UPDATE gateway_settlement_intents SET claimed_until = clock_timestamp() + (? * interval '1 millisecond')
-         WHERE receipt = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
-         RETURNING *)
-       SELECT claimed.*, (SELECT count(*) FROM gateway_settlement_intents
-                           WHERE receipt = ? AND operation = 'settle' AND status = 'pending')::int AS settlements_pending
-       FROM claimed`,
-      [this.settings.lease_ms, receipt, receipt],
-    );
-    const claimed = (rows as Row[]).sort((a, b) => Number(a.seq) - Number(b.seq));
+    const rows = await rawQuery(this.db, CLAIM_RECEIPT.statement, CLAIM_RECEIPT.values({ lease_ms: this.settings.lease_ms, receipt }));
+    const claimed = rows.sort((a, b) => Number(a.seq) - Number(b.seq));
     const settlements = claimed.filter((row) => row.operation === 'settle').length;
     return { rows: claimed, all_settlements: claimed.length > 0 && int(claimed[0].settlements_pending) === settlements };
   }
@@ -312,9 +335,7 @@ export class Outbox {
 
   /** Marks intents as posted (done with), in one statement; `last_error` says why when the binding did not take them. */
   private async markPosted(rows: Row[], last_error: string | null = null): Promise<void> {
-    await this.db('gateway_settlement_intents')
-      .whereIn('txn_id', rows.map((row) => row.txn_id))
-      .update({ status: 'posted', attempts: this.db.raw('attempts + 1'), posted_at: this.db.raw('clock_timestamp()'), last_error, next_attempt_at: null, claimed_until: null });
+    await rawQuery(this.db, MARK_POSTED.statement, MARK_POSTED.values({ txn_ids: rows.map((row) => row.txn_id), last_error }));
   }
 
   /** Whether a settlement of `receipt` is still pending, besides those in `posted` (taken by the binding, not yet marked). */

@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { iso } from '../db/index.ts';
+import { namedStatement, runnerOf } from '../db/raw-sql.ts';
 import { HttpError } from '../http/errors.ts';
 import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 
@@ -71,46 +72,69 @@ export interface SaveOptions {
   only_running?: boolean;
 }
 
+/** The parameters of {@link receiptCtes}. */
+export type ReceiptParam =
+  | 'receipt_id' | 'parent' | 'root_mandate' | 'status' | 'document' | 'created_at' | 'hold_id' | 'process' | 'only_running'
+  | 'agent' | 'error_code' | 'latency_ms' | 'cost_micros' | 'delegated' | 'approval';
+
 /**
- * Writes (or overwrites) a receipt and answers whether it was written (false only when
- * `only_running` found it closed: then nothing was written). A receipt written without
- * `options.running` is owned by no process. A final receipt under an approval also deletes the approval's held
- * input: the run's outcome is recorded, so nothing needs it any more (gateway §4, issue 8 §1.5).
- * A finished run (succeeded or failed) also lands once in `call_events` (gateway §7 "The
- * journal"), append-only, written with its receipt (in the caller's transaction when it passes one).
+ * Writing a receipt as CTEs, for a statement that may write more with it (gateway §4, §7 "The
+ * journal"): `written` has the receipt's id when it was written (inserted, or overwritten: only
+ * while still `running` under `only_running`, in the same statement that locks it, so a call
+ * that restart recovery closed meanwhile writes nothing); `event` lands a finished run (succeeded
+ * or failed) once in the append-only `call_events`; `approval` deletes the held input of a
+ * decided approval once its run's final receipt is written (issue 8 §1.5). `guard`: a CTE that
+ * must have a row for the receipt to be written.
+ */
+export const receiptCtes = (guard: string | null) => `written AS (
+    INSERT INTO gateway_receipts (id, parent, root_mandate, status, document, hold_id, process, created_at)
+    SELECT :receipt_id::text, :parent::text, :root_mandate::text, :status::text, :document::jsonb, :hold_id::text, :process::bigint, :created_at::timestamptz${guard ? `
+    WHERE EXISTS (SELECT 1 FROM ${guard})` : ''}
+    ON CONFLICT (id) DO UPDATE SET status = excluded.status, document = excluded.document, hold_id = excluded.hold_id, process = excluded.process
+    WHERE NOT :only_running::boolean OR gateway_receipts.status = 'running'
+    RETURNING id),
+  event AS (
+    INSERT INTO call_events (receipt, agent, status, error, latency_ms, cost_micros, delegated)
+    SELECT id, :agent::text, :status::text, :error_code::text, :latency_ms::integer, :cost_micros::bigint, :delegated::boolean
+    FROM written WHERE :status::text IN ('succeeded', 'failed')
+    ON CONFLICT (receipt) DO NOTHING),
+  approval AS (
+    UPDATE gateway_approvals SET input = NULL
+    WHERE id = :approval::text AND status <> 'pending' AND :status::text NOT IN ('running', 'pending_approval')
+      AND EXISTS (SELECT 1 FROM written))`;
+
+/** The parameters of {@link receiptCtes} for `receipt` under `root_mandate`. A receipt written without `options.running` is owned by no process. */
+export function receiptParams(receipt: Receipt, root_mandate: string, options: SaveOptions = {}): Record<ReceiptParam, unknown> {
+  return {
+    receipt_id: receipt.id,
+    parent: receipt.parent,
+    root_mandate,
+    status: receipt.status,
+    document: JSON.stringify(receipt),
+    created_at: receipt.created_at,
+    hold_id: options.running?.hold_id ?? null,
+    process: options.running?.process ?? null,
+    only_running: options.only_running ?? false,
+    agent: receipt.agent,
+    error_code: receipt.error?.code ?? null,
+    latency_ms: receipt.duration_ms,
+    cost_micros: receipt.billed ? parseMoney(receipt.cost.own) : 0,
+    delegated: receipt.parent !== null,
+    approval: receipt.approval,
+  };
+}
+
+/** Writing a receipt alone ({@link receiptCtes}); a row when it was written. */
+export const SAVE_RECEIPT = namedStatement<ReceiptParam>('holon_gateway_save_receipt', `WITH ${receiptCtes(null)} SELECT id FROM written`);
+
+/**
+ * Writes (or overwrites) a receipt in one statement ({@link receiptCtes}), in `db`'s transaction
+ * when it is one, and answers whether it was written (false only when `only_running` found it
+ * closed: then nothing was written).
  */
 export async function saveReceipt(db: Knex | Knex.Transaction, receipt: Receipt, root_mandate: string, options: SaveOptions = {}): Promise<boolean> {
-  const upsert = db('gateway_receipts')
-    .insert({
-      id: receipt.id,
-      parent: receipt.parent,
-      root_mandate,
-      status: receipt.status,
-      document: JSON.stringify(receipt),
-      hold_id: options.running?.hold_id ?? null,
-      process: options.running?.process ?? null,
-      created_at: receipt.created_at,
-    })
-    .onConflict('id')
-    .merge(['status', 'document', 'hold_id', 'process']);
-  if (options.only_running) upsert.where('gateway_receipts.status', 'running');
-  const { sql, bindings } = upsert.returning('id').toSQL();
-  const finished = receipt.status === 'succeeded' || receipt.status === 'failed';
-  // A finished run's event is written by the same statement, only when the receipt was.
-  const { rows } = finished
-    ? await db.raw(
-        `WITH written AS (${sql}),
-         event AS (INSERT INTO call_events (receipt, agent, status, error, latency_ms, cost_micros, delegated)
-                   SELECT id, ?::text, ?::text, ?::text, ?::integer, ?::bigint, ?::boolean FROM written ON CONFLICT (receipt) DO NOTHING)
-         SELECT id FROM written`,
-        [...bindings, receipt.agent, receipt.status, receipt.error?.code ?? null, receipt.duration_ms, receipt.billed ? parseMoney(receipt.cost.own) : 0, receipt.parent !== null],
-      )
-    : await db.raw(sql, bindings);
-  if (rows.length === 0) return false;
-  if (receipt.approval !== null && receipt.status !== 'running' && receipt.status !== 'pending_approval') {
-    await db('gateway_approvals').where({ id: receipt.approval }).whereNot({ status: 'pending' }).update({ input: null });
-  }
-  return true;
+  const rows = await runnerOf(db)(SAVE_RECEIPT.statement, SAVE_RECEIPT.values(receiptParams(receipt, root_mandate, options)));
+  return rows.length > 0;
 }
 
 const documentOf = (row: Record<string, any>): Receipt => (typeof row.document === 'string' ? JSON.parse(row.document) : row.document);

@@ -1,0 +1,93 @@
+/**
+ * Fixed SQL text on the driver itself, under knex's pool (issue 12 §1, §2): the hot paths of the
+ * binding and the gateway skip knex's query builder and transaction machinery. A connection
+ * from knex's pool is a `pg.Client` on Postgres and the PGlite instance on PGlite; both answer
+ * `query(text, values)` with `$n` placeholders, so one SQL text serves both engines, and on
+ * PGlite the statement waits for the one connection like any knex query (it never lands inside
+ * someone else's transaction). On Postgres a hot statement is prepared under its name once per
+ * connection, so the server parses and plans it once per connection instead of on every request.
+ * A statement made of several data-modifying CTEs is one transaction by itself: whole or nothing.
+ */
+import type { Knex } from 'knex';
+import pg from 'pg';
+
+/** A fixed statement: its SQL text with `$n` placeholders and the name a Postgres connection prepares it under (unique per text). */
+export interface FixedStatement {
+  name: string;
+  text: string;
+}
+
+/** Runs one fixed statement with its `$n` values and answers its rows. */
+export type SqlRunner = (statement: FixedStatement, values: unknown[]) => Promise<Record<string, any>[]>;
+
+/** A driver connection as knex's pool hands it out. */
+interface RawConnection {
+  query(text: string, values: unknown[]): Promise<{ rows: Record<string, any>[] }>;
+}
+
+/** Runs `statement` on a raw connection taken from `db`'s pool for this one statement (autocommit); prepared by name on Postgres. */
+export async function rawQuery(db: Knex, statement: FixedStatement, values: unknown[]): Promise<Record<string, any>[]> {
+  const connection = (await db.client.acquireConnection()) as RawConnection;
+  try {
+    if (connection instanceof pg.Client) return (await connection.query({ name: statement.name, text: statement.text, values })).rows;
+    return (await connection.query(statement.text, values)).rows;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}
+
+/** A runner on a pooled raw connection (outside any transaction). */
+export const rawRunner =
+  (db: Knex): SqlRunner =>
+  (statement, values) =>
+    rawQuery(db, statement, values);
+
+/**
+ * A runner inside a knex transaction (a statement that must commit with other writes, or a cold
+ * read sharing a statement with a hot path): each `$n` becomes knex's positional `?`, with its
+ * value repeated wherever the text names it again.
+ */
+export const transactionRunner =
+  (trx: Knex.Transaction): SqlRunner =>
+  async (statement, values) => {
+    const positional: unknown[] = [];
+    const text = statement.text.replace(/\$(\d+)/g, (_match, n: string) => {
+      positional.push(values[Number(n) - 1]);
+      return '?';
+    });
+    return (await trx.raw(text, positional as Knex.RawBinding[])).rows;
+  };
+
+/** The runner for `db`: inside it when it is a transaction, else on a pooled raw connection. */
+export const runnerOf = (db: Knex | Knex.Transaction): SqlRunner => (db.isTransaction ? transactionRunner(db as Knex.Transaction) : rawRunner(db));
+
+/** A fixed statement written with named parameters, and how to order a parameter object into its `$n` values. */
+export interface NamedStatement<P extends string> {
+  statement: FixedStatement;
+  /** The `$n` values of `params`, in order. Throws when a named parameter is missing (undefined; null is a value). */
+  values(params: Record<P, unknown>): unknown[];
+}
+
+/**
+ * Compiles SQL with `:name` parameters (lower case, digits, underscores; a `::type` cast is not
+ * one) into a {@link FixedStatement} named `name`: each distinct parameter becomes one `$n`, so a
+ * statement composed of several parts may name one value in many places.
+ */
+export function namedStatement<P extends string>(name: string, text: string): NamedStatement<P> {
+  const order: string[] = [];
+  const compiled = text.replace(/(?<![:\w]):([a-z_][a-z0-9_]*)/g, (_match, param: string) => {
+    let index = order.indexOf(param);
+    if (index < 0) index = order.push(param) - 1;
+    return `$${index + 1}`;
+  });
+  return {
+    statement: { name, text: compiled },
+    values(params) {
+      return order.map((param) => {
+        const value = (params as Record<string, unknown>)[param];
+        if (value === undefined) throw new Error(`statement ${name}: parameter :${param} has no value`);
+        return value;
+      });
+    },
+  };
+}

@@ -1,0 +1,31 @@
+/**
+ * The two writes of a billed call's path (gateway §1 "Reserve" and "Settle"; issue 12 §2), each
+ * one statement of data-modifying CTEs and so one transaction, whole or nothing, in one round
+ * trip to the database instead of a transaction of four and of six:
+ *
+ * - {@link RESERVE_CALL}: the worst case in the mandate's budget, the reservation, the derived
+ *   sub-mandate (if any) and the `running` receipt, all only when the budget covers it;
+ * - {@link FINISH_CALL}: the final receipt (fenced: only over a receipt still `running`), its
+ *   journal event, its settlement intents, the agent's measured record and the reservation
+ *   closed at what was spent, all only when the receipt was written.
+ *
+ * Each answers a row exactly when the call's receipt was written. The rows every call of an
+ * agent or a mandate shares (the measured record, the mandate's figures) are written last.
+ */
+import { namedStatement } from '../db/raw-sql.ts';
+import { measuredCte, type MeasuredParam } from './catalogue.ts';
+import { closeCtes, RESERVE_CTES, SUB_MANDATE_CTE, type CloseParam, type ReserveParam, type SubMandateParam } from './mandates.ts';
+import { intentsCte, type IntentsParam } from './outbox.ts';
+import { receiptCtes, type ReceiptParam } from './receipts.ts';
+
+/** Reserve, store the sub-mandate and write the `running` receipt (see the module comment); a row when reserved. */
+export const RESERVE_CALL = namedStatement<ReserveParam | SubMandateParam | ReceiptParam>(
+  'holon_gateway_reserve_call',
+  `WITH ${RESERVE_CTES}, ${SUB_MANDATE_CTE}, ${receiptCtes('reserved')} SELECT id FROM reserved`,
+);
+
+/** Write the final receipt with its intents, measured record and closed reservation (see the module comment); a row when written. */
+export const FINISH_CALL = namedStatement<ReceiptParam | IntentsParam | MeasuredParam | CloseParam>(
+  'holon_gateway_finish_call',
+  `WITH ${receiptCtes(null)}, ${intentsCte('written')}, ${measuredCte('written')}, ${closeCtes('written')} SELECT id FROM written`,
+);
