@@ -191,6 +191,24 @@ test('§3 the gate refuses a peer that is not loopback (middleware, peer 10.0.0.
   assert.equal(reached, 2);
 });
 
+test('§3 the gate classifies a connection once and still checks every request on it for proxy headers (middleware)', async () => {
+  const gate = loopbackGate(['/healthz']);
+  let reached = 0;
+  const next = async () => {
+    reached++;
+  };
+  const loopbackSocket = { remoteAddress: '127.0.0.1' };
+  const externalSocket = { remoteAddress: '10.0.0.1' };
+  const ctx = (socket: object, headers: Record<string, string> = {}) => ({ path: '/internal/ledger/balance/a', req: { socket, headers } }) as unknown as Koa.Context;
+  await gate(ctx(loopbackSocket), next);
+  await assert.rejects(gate(ctx(loopbackSocket, { 'x-forwarded-for': '203.0.113.7' }), next), { status: 403, code: 'not_permitted' });
+  await gate(ctx(loopbackSocket), next);
+  for (let i = 0; i < 2; i++) await assert.rejects(gate(ctx(externalSocket), next), { status: 403, code: 'not_permitted' });
+  // A destroyed socket reports no address: refused, whatever the connection was before.
+  await assert.rejects(gate(ctx({ remoteAddress: undefined }), next), { status: 403, code: 'not_permitted' });
+  assert.equal(reached, 2);
+});
+
 test('§3 the gate refuses a real connection from a non-loopback address', async (t) => {
   const external = Object.values(networkInterfaces())
     .flat()
