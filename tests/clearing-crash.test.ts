@@ -138,7 +138,7 @@ test('a SIGKILL mid-load leaves every settlement whole or absent, and the ledger
   let binding: ChildBinding | null = null;
   let client: JsonClient | null = null;
   t.after(async () => {
-    client?.close();
+    await client?.close();
     await binding?.stop();
     await storage.dispose();
   });
@@ -182,7 +182,7 @@ test('a SIGKILL mid-load leaves every settlement whole or absent, and the ledger
   killed = true;
   await binding.kill();
   await Promise.all(loops);
-  client.close();
+  await client.close();
   const killedAfterMs = Date.now() - loadStarted;
   const inFlight = attempted.size - acknowledged.size;
   t.diagnostic(`${storage.engine}: killed after ${killedAfterMs} ms of load; ${attempted.size} attempted, ${acknowledged.size} acknowledged, ${inFlight} in flight`);

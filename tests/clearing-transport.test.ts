@@ -11,7 +11,8 @@ import { networkInterfaces } from 'node:os';
 import type { Knex } from 'knex';
 import type Koa from 'koa';
 import supertest from 'supertest';
-import { createClearingApp } from '../src/clearing/app.ts';
+import { resolveAccount } from '../src/clearing/accounts.ts';
+import { createClearingApp, openLedger } from '../src/clearing/app.ts';
 import { ALL_OPERATIONS, REQUIRED_OPERATIONS } from '../src/clearing/capabilities.ts';
 import { isLoopback, loopbackGate, proxyHeader } from '../src/http/access.ts';
 import { HttpClearingPort } from '../src/gateway/clearing.ts';
@@ -188,6 +189,24 @@ test('§3 the gate refuses a peer that is not loopback (middleware, peer 10.0.0.
   assert.equal(reached, 0);
   await gate(ctx('/healthz', '10.0.0.1'), next);
   await gate(ctx('/internal/ledger/charge', '::ffff:127.0.0.1'), next);
+  assert.equal(reached, 2);
+});
+
+test('§3 the gate classifies a connection once and still checks every request on it for proxy headers (middleware)', async () => {
+  const gate = loopbackGate(['/healthz']);
+  let reached = 0;
+  const next = async () => {
+    reached++;
+  };
+  const loopbackSocket = { remoteAddress: '127.0.0.1' };
+  const externalSocket = { remoteAddress: '10.0.0.1' };
+  const ctx = (socket: object, headers: Record<string, string> = {}) => ({ path: '/internal/ledger/balance/a', req: { socket, headers } }) as unknown as Koa.Context;
+  await gate(ctx(loopbackSocket), next);
+  await assert.rejects(gate(ctx(loopbackSocket, { 'x-forwarded-for': '203.0.113.7' }), next), { status: 403, code: 'not_permitted' });
+  await gate(ctx(loopbackSocket), next);
+  for (let i = 0; i < 2; i++) await assert.rejects(gate(ctx(externalSocket), next), { status: 403, code: 'not_permitted' });
+  // A destroyed socket reports no address: refused, whatever the connection was before.
+  await assert.rejects(gate(ctx({ remoteAddress: undefined }), next), { status: 403, code: 'not_permitted' });
   assert.equal(reached, 2);
 });
 
@@ -427,6 +446,19 @@ test('§6.1 resolve-account: an unlinked key is an answer, null, not an error; a
   const relink = await binding.http.post('/internal/reference/agent-links').send({ agentKey: agent, account: other });
   assert.equal(refused(relink, 422, 'terms_conflict'), `agent key ${agent} is already linked to ${account}`);
   assert.deepEqual((await binding.http.get(`/internal/ledger/account-for-agent/${agent}`)).body, { agent, account });
+});
+
+test('§6.1 resolve-account remembers a link it has read (the same answer, without reading again) and never a null', async () => {
+  const ledger = openLedger(binding.db.knex);
+  const resolve = (agentKey: string) => resolveAccount(ledger, { params: { agentKey }, query: {}, body: undefined });
+  const agent = unique('agent');
+  assert.deepEqual(await resolve(agent), { agent, account: null });
+  assert.equal(ledger.links.has(agent), false, 'a null answer is not remembered, so a just-linked key resolves at once');
+  const account = await binding.account();
+  assert.equal((await binding.http.post('/internal/reference/agent-links').send({ agentKey: agent, account })).status, 200);
+  assert.deepEqual(await resolve(agent), { agent, account });
+  assert.equal(ledger.links.get(agent), account);
+  assert.deepEqual(await resolve(agent), { agent, account });
 });
 
 test('§4 machinery accounts cannot be created as holder accounts', async () => {

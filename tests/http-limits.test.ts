@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_AMOUNT_MICROS } from '../src/contracts/money.ts';
-import { MAX_JSON_DEPTH } from '../src/http/wellformed.ts';
+import { MAX_JSON_DEPTH, urlFault } from '../src/http/wellformed.ts';
 import { refused, unique, useTestBinding } from './helpers/clearing.ts';
 import { startTestGateway, type TestGateway, type TestMandate } from './helpers/gateway.ts';
 
@@ -19,6 +19,19 @@ const nested = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(level
 
 /** 512 characters that take 4 bytes each in UTF-8 and do not compress: the longest id, at its heaviest. */
 const heaviestId = (seed = 1) => Array.from({ length: 512 }, (_, i) => String.fromCodePoint(0x20000 + (((i + seed) * 2654435761) % 42000))).join('');
+
+test('§1.7 urlFault: a plain ASCII target passes; escapes and raw bytes are decoded and checked (Node hands the target over as latin1)', () => {
+  assert.equal(urlFault('/internal/ledger/balance/acct-1?limit=5&x=a+b'), null);
+  assert.equal(urlFault('/internal/ledger/balance/caf%C3%A9'), null);
+  assert.equal(urlFault('/internal/ledger/balance/caf\u00c3\u00a9'), null, 'raw UTF-8 bytes of é');
+  assert.equal(urlFault('/a/%zz'), 'the request target has a malformed percent escape at position 3');
+  assert.equal(urlFault('/a/100%'), 'the request target has a malformed percent escape at position 6');
+  assert.equal(urlFault('/a/\u00ff'), 'the request target is not UTF-8 once percent-decoded (an encoded surrogate or an invalid byte sequence)');
+  assert.equal(urlFault('/a/%ED%A0%80'), 'the request target is not UTF-8 once percent-decoded (an encoded surrogate or an invalid byte sequence)');
+  assert.equal(urlFault('/a/b%00'), 'the request target contains a NUL character');
+  assert.equal(urlFault('/a/b\u0000'), 'the request target contains a NUL character');
+  assert.equal(urlFault('/a/b\u0001'), null, 'a control character other than NUL is well-formed');
+});
 
 describe('the binding', () => {
   const binding = useTestBinding();

@@ -298,7 +298,7 @@ async function main(): Promise<void> {
     if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ prefix, machine, rows }, null, 2));
   } finally {
     for (const b of Object.values(bindings)) {
-      b.http.close();
+      await b.http.close();
       await b.child.stop();
     }
     await direct.close();

@@ -194,7 +194,7 @@ async function main(): Promise<void> {
         rows.push({ path: name, ...result, lag });
       }
     }
-    http.close();
+    await http.close();
     await runtime.close();
     console.log('\n| path | clients | calls/s | p50 ms | p99 ms | settlement lag p50 ms | p99 ms | CPU ms/call gateway | postgres | bench (clients, agent) | CPU other (cores) |');
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');

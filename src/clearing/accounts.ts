@@ -4,6 +4,7 @@
  * an agent key to an account. Amounts are EUR micro-units.
  */
 import type { Knex } from 'knex';
+import { LRUCache } from 'lru-cache';
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest } from '../http/errors.ts';
@@ -21,10 +22,30 @@ export const FUNDING = ['credit'];
 /** The one statement of resolve-account (§6.1). */
 export const RESOLVE_SQL: FixedStatement = { name: 'holon_clearing_resolve', text: 'SELECT account FROM clearing_agent_links WHERE agent_key = $1' };
 
-/** resolve-account (§6.1): one indexed read; an unlinked key answers `account: null`. */
-export async function resolveAccount({ db }: Ledger, { params }: OperationRequest<'resolve-account'>): Promise<OperationResult<'resolve-account'>> {
+/** Most agent keys whose account a ledger remembers (each entry is two ids: at most a few KiB). */
+export const LINK_CACHE_MAX = 10_000;
+/** How long a remembered link is answered without reading it again, in milliseconds: bounds how long a link removed by hand in the database still resolves. */
+export const LINK_CACHE_TTL_MS = 60_000;
+
+/**
+ * The agent keys a ledger has resolved to an account (§6.1 "SHOULD answer this cheaply"), bounded
+ * by {@link LINK_CACHE_MAX} and {@link LINK_CACHE_TTL_MS}. Only links are kept, never a `null`
+ * answer, so a just-linked key resolves at once; and a link never changes through the binding's
+ * doors (link-agent refuses a relink, nothing removes one), so a remembered answer is the
+ * table's answer.
+ */
+export function newLinkCache(): LRUCache<string, string> {
+  return new LRUCache<string, string>({ max: LINK_CACHE_MAX, ttl: LINK_CACHE_TTL_MS });
+}
+
+/** resolve-account (§6.1): a remembered link, else one indexed read; an unlinked key answers `account: null`. */
+export async function resolveAccount({ db, links }: Ledger, { params }: OperationRequest<'resolve-account'>): Promise<OperationResult<'resolve-account'>> {
+  const remembered = links.get(params.agentKey);
+  if (remembered !== undefined) return { agent: params.agentKey, account: remembered };
   const [row] = await rawQuery(db, RESOLVE_SQL, [params.agentKey]);
-  return { agent: params.agentKey, account: row?.account ?? null };
+  const account: string | null = row?.account ?? null;
+  if (account !== null) links.set(params.agentKey, account);
+  return { agent: params.agentKey, account };
 }
 
 /** read-balance (§6.2): the figures, closed windows not counted; one read. 404 `no_such_object` for an unknown account. */

@@ -13,7 +13,7 @@ import { servedDocuments } from '../http/docs.ts';
 import { loopbackGate } from '../http/access.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
-import { createAccount, linkAgent, readBalance, readSummary, resolveAccount } from './accounts.ts';
+import { createAccount, linkAgent, newLinkCache, readBalance, readSummary, resolveAccount } from './accounts.ts';
 import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabilities.ts';
 import { adjust, credit, readSettlement, reverse, settle } from './settlements.ts';
 import { draw, listReservations, openHold, readReservation, releaseHold, resizeHold } from './reservations.ts';
@@ -69,11 +69,12 @@ const implementations: Record<OperationName, Implementation> = {
 export type ClearingHandlers = Partial<Record<OperationId, MountedHandler>>;
 
 /**
- * The ledger of one binding: its database and its write path (group commit), shared by every
- * door onto it (the HTTP app and the gateway's in-process port), so their writes batch together.
+ * The ledger of one binding: its database, its write path (group commit) and the agent links it
+ * has resolved, shared by every door onto it (the HTTP app and the gateway's in-process port), so
+ * their writes batch together and a link read by one is remembered for both.
  */
 export function openLedger(db: Knex, writes: WritePathOptions = writePathOptionsFromEnv()): Ledger {
-  return { db, writes: new WritePath(db, writes) };
+  return { db, writes: new WritePath(db, writes), links: newLinkCache() };
 }
 
 /** The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the operations `offered`. */

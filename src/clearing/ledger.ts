@@ -7,15 +7,18 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
+import type { LRUCache } from 'lru-cache';
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest, noSuchObject } from '../http/errors.ts';
 import type { FixedStatement, SqlRunner } from '../db/raw-sql.ts';
 import type { WritePath } from './write-path.ts';
 
-/** The binding's storage: the knex handle for reads and cold doors, the write path for value-moving doors. */
+/** The binding's storage: the knex handle for reads and cold doors, the write path for value-moving doors, the agent links already resolved (`newLinkCache`). */
 export interface Ledger {
   db: Knex;
   writes: WritePath;
+  /** Account by agent key, for the links resolve-account has read (§6.1). */
+  links: LRUCache<string, string>;
 }
 
 /** The doors a transaction id can be used at (clearing-contract §9: one namespace across all of them). */

@@ -5,6 +5,7 @@
  * request that came from the internet through one). Anything else: 403 `not_permitted`. Paths in
  * `open` (the health check) are outside the gate.
  */
+import type { Socket } from 'node:net';
 import type { Middleware } from 'koa';
 import ipaddr from 'ipaddr.js';
 import { HttpError } from './errors.ts';
@@ -27,11 +28,26 @@ export function proxyHeader(headers: Record<string, unknown>): string | null {
   return null;
 }
 
-/** Koa middleware enforcing the §3 gate on every path except those in `open`. Throws `HttpError` 403. */
+/**
+ * Koa middleware enforcing the §3 gate on every path except those in `open`. Throws `HttpError` 403.
+ * A connection's peer is fixed for its life, so each keep-alive connection's peer is classified
+ * once (parsing the address on every request was a measurable share of the admission path's
+ * allocations, issue 12 §2); the proxy headers are checked on every request.
+ */
 export function loopbackGate(open: readonly string[]): Middleware {
+  const loopbackPeers = new WeakMap<Socket, boolean>();
+  const peerIsLoopback = (socket: Socket): boolean => {
+    let loopback = loopbackPeers.get(socket);
+    if (loopback === undefined) {
+      loopback = isLoopback(socket.remoteAddress);
+      // A destroyed socket reports no address: refused now, and not remembered.
+      if (socket.remoteAddress !== undefined) loopbackPeers.set(socket, loopback);
+    }
+    return loopback;
+  };
   return async (ctx, next) => {
     if (!open.includes(ctx.path)) {
-      if (!isLoopback(ctx.req.socket.remoteAddress)) {
+      if (!peerIsLoopback(ctx.req.socket)) {
         throw new HttpError(403, 'not_permitted', `only a local caller may use this binding; the peer ${ctx.req.socket.remoteAddress} is not loopback`);
       }
       // Node's raw headers, not `ctx.get`, which reads an empty header as absent.

@@ -21,6 +21,9 @@ function stringFault(text: string): string | null {
   return null;
 }
 
+/** A request target of printable ASCII other than `%`: already well-formed UTF-8 without NUL. */
+const PLAIN_TARGET = /^[\x20-\x24\x26-\x7e]*$/;
+
 /**
  * The first fault of a raw request target (`/path?query`, as the client sent it), or null:
  * a malformed percent escape, a byte sequence that is not UTF-8 (an encoded surrogate such as
@@ -28,6 +31,8 @@ function stringFault(text: string): string | null {
  * parser will see, so nothing they decode can be rewritten to U+FFFD.
  */
 export function urlFault(target: string): string | null {
+  // Printable ASCII without a percent escape decodes to itself: nothing to find (the common case, checked without allocating).
+  if (PLAIN_TARGET.test(target)) return null;
   // Node hands over the request line's bytes as latin1 characters: each one is one byte.
   const bytes: number[] = [];
   for (let i = 0; i < target.length; i++) {
