@@ -6,7 +6,9 @@
  * Group commit: while a batch is at the database, requests arriving within `window_ms` of the
  * first one of the next batch (or until `batch_max` are waiting) go to the database together, as
  * one statement and so one transaction; when none is, the requests of the current turn of the
- * event loop go at once, so a lone request does not wait for a window.
+ * event loop go at once, so a lone request does not wait for a window. A batch takes at most one
+ * operation per account (issue 12 §2, `op-keys.ts`): one that touches an account of the forming
+ * batch, or of a batch at the database, waits for a later batch, in arrival order.
  * Each request gets its own outcome: every operation runs in its own subtransaction, and the
  * batch locks all its accounts in id order first (batches never deadlock on accounts). An
  * answer is sent only after the batch committed, so a crash mid-batch loses nothing that was
@@ -15,6 +17,7 @@
  */
 import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
+import { keysOf } from './op-keys.ts';
 import { rawQuery, type FixedStatement } from './raw-sql.ts';
 import { refusalOf } from './refusals.ts';
 
@@ -77,24 +80,53 @@ export async function applyBatch(db: Knex, ops: LedgerOp[]): Promise<OpOutcome[]
 /** A request waiting for its batch. */
 interface Waiting {
   op: LedgerOp;
+  /** What the operation touches (`keysOf`): no two operations of a batch, or of the batches at the database, share one. */
+  keys: string[];
   resolve(outcome: OpOutcome): void;
   reject(error: unknown): void;
 }
 
-/** The write path of one binding: `apply` answers an operation's outcome or throws its refusal. */
+/** Runs one batch: `applyBatch`, or a stand-in that records the batches sent (tests). */
+export type BatchRunner = (db: Knex, ops: LedgerOp[]) => Promise<OpOutcome[]>;
+
+/**
+ * The write path of one binding: `apply` answers an operation's outcome or throws its refusal.
+ *
+ * With group commit, a batch takes at most one operation per key (`op-keys.ts`: an account, a
+ * hold, a transaction id). An operation with a key of the forming batch, of a batch at the
+ * database, or of an earlier held operation is held, in arrival order, and joins the first batch
+ * formed after the last of those returns; so the operations of one account reach the database in
+ * arrival order, every time, and an operation waits only behind those that share a key with it.
+ * When a batch returns and frees held operations, the next batch is sent at once: they have
+ * already waited one batch, and a window on top would slow a shared payer's settlements, which
+ * can only go one batch at a time. Each return looks at every held operation once, so its cost
+ * is bounded by `queue_max` operations.
+ */
 export class WritePath {
+  /** The next batch: its operations share no key with one another, a batch at the database, or a held operation. */
   private forming: Waiting[] = [];
+  private formingKeys = new Set<string>();
+  /** Operations waiting for a key to come free, in arrival order. */
+  private held: Waiting[] = [];
+  /** The keys of `held`: a later operation with one of them is held too, so each key keeps arrival order. */
+  private heldKeys = new Set<string>();
+  /** The keys of the batches at the database (including the one-by-one retries of a failed batch). */
+  private busy = new Set<string>();
   /** Cancels the scheduled send of the forming batch; null when none is scheduled. */
   private scheduled: (() => void) | null = null;
   private pending = 0;
   /** Batches sent and not yet answered. */
   private inFlight = 0;
-  /** Statements sent and operations carried by them since the start (what group commit saved: operations − batches). */
-  readonly stats = { batches: 0, operations: 0 };
+  /**
+   * Since the start: statements sent, operations carried by them (group commit saved operations −
+   * batches), and operations held for a later batch because an earlier one shared a key with them.
+   */
+  readonly stats = { batches: 0, operations: 0, held: 0 };
 
   constructor(
     private readonly db: Knex,
     readonly options: WritePathOptions = WRITE_PATH_DEFAULTS,
+    private readonly run: BatchRunner = applyBatch,
   ) {}
 
   /**
@@ -125,24 +157,46 @@ export class WritePath {
     return (await this.count([op]))[0];
   }
 
-  /** `applyBatch`, counted in `stats`. */
+  /** The batch runner, counted in `stats`. */
   private count(ops: LedgerOp[]): Promise<OpOutcome[]> {
     this.stats.batches++;
     this.stats.operations += ops.length;
-    return applyBatch(this.db, ops);
+    return this.run(this.db, ops);
+  }
+
+  /** Whether one of `keys` is taken by the forming batch, a batch at the database, or a held operation (`held`: the keys of those held so far). */
+  private taken(keys: string[], held: Set<string>): boolean {
+    return keys.some((k) => this.formingKeys.has(k) || this.busy.has(k) || held.has(k));
   }
 
   /**
-   * Adds `op` to the forming batch. The batch is sent when it is full; else, when no batch is at
-   * the database, at the end of this turn of the event loop (a lone request waits for nothing);
-   * else when its window closes.
+   * Adds `op` to the forming batch, or holds it when one of its keys is taken. The batch is sent
+   * when it is full; else, when no batch is at the database, at the end of this turn of the event
+   * loop (a lone request waits for nothing); else when its window closes.
    */
   private enqueue(op: LedgerOp): Promise<OpOutcome> {
     return new Promise((resolve, reject) => {
-      this.forming.push({ op, resolve, reject });
-      if (this.forming.length >= this.options.batch_max) this.send();
-      else if (this.scheduled === null) this.scheduled = this.inFlight === 0 ? this.soon() : this.later();
+      const waiting = { op, keys: keysOf(op), resolve, reject };
+      if (this.taken(waiting.keys, this.heldKeys)) {
+        this.stats.held++;
+        return this.hold(waiting, this.heldKeys);
+      }
+      this.join(waiting);
+      if (this.forming.length > 0 && this.scheduled === null) this.scheduled = this.inFlight === 0 ? this.soon() : this.later();
     });
+  }
+
+  /** Puts `waiting` at the end of the held operations; its keys go into `keys`. */
+  private hold(waiting: Waiting, keys: Set<string>): void {
+    this.held.push(waiting);
+    for (const k of waiting.keys) keys.add(k);
+  }
+
+  /** Adds `waiting` to the forming batch, and sends the batch when that fills it. */
+  private join(waiting: Waiting): void {
+    this.forming.push(waiting);
+    for (const k of waiting.keys) this.formingKeys.add(k);
+    if (this.forming.length >= this.options.batch_max) this.send();
   }
 
   /** Schedules `send` at the end of this turn of the event loop; answers its canceller. */
@@ -157,22 +211,46 @@ export class WritePath {
     return () => clearTimeout(timeout);
   }
 
-  /** Sends the forming batch; on a failure of the whole statement, runs each operation on its own. */
+  /** Sends the forming batch; on a failure of the whole statement, runs each operation on its own. Its keys stay busy until every answer is in. */
   private send(): void {
     this.scheduled?.();
     this.scheduled = null;
     const batch = this.forming;
+    const keys = this.formingKeys;
     this.forming = [];
+    this.formingKeys = new Set();
     if (batch.length === 0) return;
+    for (const k of keys) this.busy.add(k);
     this.inFlight++;
     this.count(batch.map((w) => w.op))
       .then(
         (outcomes) => batch.forEach((w, i) => w.resolve(outcomes[i])),
-        (error) => {
+        async (error) => {
           if (batch.length === 1) return batch[0].reject(error);
-          for (const w of batch) this.alone(w.op).then(w.resolve, w.reject);
+          await Promise.all(batch.map((w) => this.alone(w.op).then(w.resolve, w.reject)));
         },
       )
-      .finally(() => this.inFlight--);
+      .finally(() => {
+        this.inFlight--;
+        for (const k of keys) this.busy.delete(k);
+        this.release();
+      });
+  }
+
+  /** Moves the held operations none of whose keys is taken any longer into the forming batch, in arrival order, and sends it at once when it took any. */
+  private release(): void {
+    const held = this.held;
+    this.held = [];
+    this.heldKeys = new Set();
+    let freed = 0;
+    for (const waiting of held) {
+      if (this.taken(waiting.keys, this.heldKeys)) {
+        this.hold(waiting, this.heldKeys);
+      } else {
+        freed++;
+        this.join(waiting);
+      }
+    }
+    if (freed > 0) this.send();
   }
 }
