@@ -123,6 +123,7 @@ export class WritePath {
    */
   readonly stats = { batches: 0, operations: 0, held: 0 };
 
+  /** A write path on `db`'s pool with `options`; `run` sends a batch (default `applyBatch`). */
   constructor(
     private readonly db: Knex,
     readonly options: WritePathOptions = WRITE_PATH_DEFAULTS,
