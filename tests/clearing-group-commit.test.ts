@@ -18,16 +18,17 @@ import { inOneHour, unique, useTestBinding } from './helpers/clearing.ts';
 const binding = useTestBinding();
 
 /** A write path on the test database; `window_ms` long enough that concurrent calls of one test share a batch. `run` may record the batches sent. */
-const writePath = (group_commit: boolean, queue_max = 100, run: BatchRunner = applyBatch) =>
-  new WritePath(binding.db.knex, { group_commit, window_ms: 10, batch_max: 64, queue_max }, run);
+const writePath = (group_commit: boolean, queue_max = 100, run: BatchRunner = applyBatch, per_account_max = 1) =>
+  new WritePath(binding.db.knex, { group_commit, window_ms: 10, batch_max: 64, per_account_max, queue_max }, run);
 
 /** A write path that records the transaction or hold id of every operation of every batch it sends, batch by batch. */
-function recordingWritePath(): { writes: WritePath; sent: string[][] } {
+function recordingWritePath(per_account_max = 1): { writes: WritePath; sent: string[][] } {
   const sent: string[][] = [];
-  const writes = writePath(true, 100, (db, ops) => {
+  const record: BatchRunner = (db, ops) => {
     sent.push(ops.map((op) => String(op.txn_id ?? op.hold_id)));
     return applyBatch(db, ops);
-  });
+  };
+  const writes = writePath(true, 100, record, per_account_max);
   return { writes, sent };
 }
 
@@ -136,13 +137,12 @@ test('issue 12 §1: beyond queue_max waiting writes, a write is refused 503 over
 });
 
 test('issue 12 §1: the write-path settings are read from the environment and refused when malformed', () => {
-  assert.deepEqual(writePathOptionsFromEnv({}), { group_commit: true, window_ms: 1, batch_max: 32, queue_max: 4096 });
-  assert.deepEqual(writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'off', HOLON_CLEARING_GROUP_WINDOW_MS: '2', HOLON_CLEARING_GROUP_MAX: '8' }), {
-    group_commit: false,
-    window_ms: 2,
-    batch_max: 8,
-    queue_max: 4096,
-  });
+  assert.deepEqual(writePathOptionsFromEnv({}), { group_commit: true, window_ms: 1, batch_max: 32, per_account_max: 1, queue_max: 4096 });
+  assert.deepEqual(
+    writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'off', HOLON_CLEARING_GROUP_WINDOW_MS: '2', HOLON_CLEARING_GROUP_MAX: '8', HOLON_CLEARING_GROUP_PER_ACCOUNT: '4' }),
+    { group_commit: false, window_ms: 2, batch_max: 8, per_account_max: 4, queue_max: 4096 },
+  );
+  assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_PER_ACCOUNT: '0' }), { message: 'HOLON_CLEARING_GROUP_PER_ACCOUNT=0 is not an integer from 1 to 64' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'yes' }), { message: 'HOLON_CLEARING_GROUP_COMMIT=yes is neither on nor off' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_MAX: '65' }), { message: 'HOLON_CLEARING_GROUP_MAX=65 is not an integer from 1 to 64' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_WINDOW_MS: '1.5' }), { message: 'HOLON_CLEARING_GROUP_WINDOW_MS=1.5 is not an integer from 0 to 10' });
@@ -214,6 +214,18 @@ test('issue 12 §2: concurrent settles from one shared payer go in separate batc
   assert.deepEqual(await Promise.all(owners.map(async (o) => (await binding.balanceOf(o)).balance)), [100, 200, 300]);
   assert.equal((await binding.balanceOf(b)).balance, 10);
   assert.equal((await binding.balanceOf(d)).balance, 20);
+});
+
+test('issue 12 §2: with per_account_max 2, a batch takes two operations of the shared payer, in arrival order, and the third waits for the next', async () => {
+  const shared = await binding.funded(1_000_000, 'shared');
+  const owner = await binding.account('owner');
+  const settles = [1, 2, 3].map((n) => ({ txnId: unique(`gc-p${n}`), caller: shared, owner, rate: 100 * n, retail: 120 * n }));
+  const { writes, sent } = recordingWritePath(2);
+  assert.deepEqual(await Promise.all(settles.map((body) => writes.apply(settleOp(body)))), settles.map(() => ({ applied: true })));
+  const [p1, p2, p3] = settles.map((s) => s.txnId);
+  assert.deepEqual(sent, [[p1, p2], [p3]]);
+  assert.equal((await binding.balanceOf(shared)).balance, 1_000_000 - 720);
+  assert.equal((await binding.balanceOf(owner)).balance, 600);
 });
 
 test('issue 12 §2: concurrent holds on one account keep arrival order every time: 700 then 700 then 300 of 1000, the second refused insufficient_funds, the others applied', async () => {

@@ -1,7 +1,8 @@
 /**
  * What one write-path operation touches, as the keys group commit keeps apart (issue 12 §1–§2):
- * two operations that share a key never go in one batch, and an operation waits while an earlier
- * one with a key of its own is still waiting or at the database (`write-path.ts`).
+ * at most `per_account_max` operations of one batch share a key (default one), and an operation
+ * waits while an earlier one with a key of its own is still waiting or at the database
+ * (`write-path.ts`).
  *
  * Why: in one batch, every operation runs in its own subtransaction under the batch's row locks,
  * and each update of a balance row that the batch already updated costs a new row version and a

@@ -6,9 +6,9 @@
  * Group commit: while a batch is at the database, requests arriving within `window_ms` of the
  * first one of the next batch (or until `batch_max` are waiting) go to the database together, as
  * one statement and so one transaction; when none is, the requests of the current turn of the
- * event loop go at once, so a lone request does not wait for a window. A batch takes at most one
- * operation per account (issue 12 §2, `op-keys.ts`): one that touches an account of the forming
- * batch, or of a batch at the database, waits for a later batch, in arrival order.
+ * event loop go at once, so a lone request does not wait for a window. A batch takes at most
+ * `per_account_max` operations per account (issue 12 §2, `op-keys.ts`; default one): one more, or
+ * one that touches an account of a batch at the database, waits for a later batch, in arrival order.
  * Each request gets its own outcome: every operation runs in its own subtransaction, and the
  * batch locks all its accounts in id order first (batches never deadlock on accounts). An
  * answer is sent only after the batch committed, so a crash mid-batch loses nothing that was
@@ -35,12 +35,18 @@ export interface WritePathOptions {
   window_ms: number;
   /** Most operations per batch (default 32; env `HOLON_CLEARING_GROUP_MAX`, 1–64: PostgreSQL keeps 64 subtransactions per transaction in memory). */
   batch_max: number;
+  /**
+   * Most operations of one batch that share a key, i.e. touch one account, hold or transaction id
+   * (default 1; env `HOLON_CLEARING_GROUP_PER_ACCOUNT`, 1–64). Each further update of a row the
+   * batch already updated costs more than the last (issue 12 §2, `op-keys.ts`).
+   */
+  per_account_max: number;
   /** Most requests waiting for the database at once; beyond it a write is refused 503 `overloaded` (default 4096; env `HOLON_CLEARING_QUEUE_MAX`). */
   queue_max: number;
 }
 
 /** The defaults of `WritePathOptions`. */
-export const WRITE_PATH_DEFAULTS: WritePathOptions = { group_commit: true, window_ms: 1, batch_max: 32, queue_max: 4096 };
+export const WRITE_PATH_DEFAULTS: WritePathOptions = { group_commit: true, window_ms: 1, batch_max: 32, per_account_max: 1, queue_max: 4096 };
 
 /** Attempts of one operation that lost a race (unique violation on a new id, deadlock): the same as the old knex path. */
 const RACE_ATTEMPTS = 3;
@@ -56,7 +62,7 @@ function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, 
   return value;
 }
 
-/** The write-path settings named by the environment (`HOLON_CLEARING_GROUP_COMMIT` on|off, `..._GROUP_WINDOW_MS`, `..._GROUP_MAX`, `..._QUEUE_MAX`). Throws on a malformed value. */
+/** The write-path settings named by the environment (`HOLON_CLEARING_GROUP_COMMIT` on|off, `..._GROUP_WINDOW_MS`, `..._GROUP_MAX`, `..._GROUP_PER_ACCOUNT`, `..._QUEUE_MAX`). Throws on a malformed value. */
 export function writePathOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): WritePathOptions {
   const switchText = env.HOLON_CLEARING_GROUP_COMMIT ?? 'on';
   if (switchText !== 'on' && switchText !== 'off') throw new Error(`HOLON_CLEARING_GROUP_COMMIT=${switchText} is neither on nor off`);
@@ -64,6 +70,7 @@ export function writePathOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): W
     group_commit: switchText === 'on',
     window_ms: integerSetting(env, 'HOLON_CLEARING_GROUP_WINDOW_MS', WRITE_PATH_DEFAULTS.window_ms, 0, 10),
     batch_max: integerSetting(env, 'HOLON_CLEARING_GROUP_MAX', WRITE_PATH_DEFAULTS.batch_max, 1, 64),
+    per_account_max: integerSetting(env, 'HOLON_CLEARING_GROUP_PER_ACCOUNT', WRITE_PATH_DEFAULTS.per_account_max, 1, 64),
     queue_max: integerSetting(env, 'HOLON_CLEARING_QUEUE_MAX', WRITE_PATH_DEFAULTS.queue_max, 1, 1_000_000),
   };
 }
@@ -80,7 +87,7 @@ export async function applyBatch(db: Knex, ops: LedgerOp[]): Promise<OpOutcome[]
 /** A request waiting for its batch. */
 interface Waiting {
   op: LedgerOp;
-  /** What the operation touches (`keysOf`): no two operations of a batch, or of the batches at the database, share one. */
+  /** What the operation touches (`keysOf`): at most `per_account_max` operations of a batch, and no two batches at the database, share one. */
   keys: string[];
   resolve(outcome: OpOutcome): void;
   reject(error: unknown): void;
@@ -92,10 +99,10 @@ export type BatchRunner = (db: Knex, ops: LedgerOp[]) => Promise<OpOutcome[]>;
 /**
  * The write path of one binding: `apply` answers an operation's outcome or throws its refusal.
  *
- * With group commit, a batch takes at most one operation per key (`op-keys.ts`: an account, a
- * hold, a transaction id). An operation with a key of the forming batch, of a batch at the
- * database, or of an earlier held operation is held, in arrival order, and joins the first batch
- * formed after the last of those returns; so the operations of one account reach the database in
+ * With group commit, a batch takes at most `per_account_max` operations per key (`op-keys.ts`: an
+ * account, a hold, a transaction id). An operation with a key that the forming batch has that many
+ * times, or that a batch at the database or an earlier held operation has, is held, in arrival
+ * order, and joins the first batch formed after the last of those returns; so the operations of one account reach the database in
  * arrival order, every time, and an operation waits only behind those that share a key with it.
  * When a batch returns and frees held operations, the next batch is sent at once: they have
  * already waited one batch, and a window on top would slow a shared payer's settlements, which
@@ -103,9 +110,10 @@ export type BatchRunner = (db: Knex, ops: LedgerOp[]) => Promise<OpOutcome[]>;
  * is bounded by `queue_max` operations.
  */
 export class WritePath {
-  /** The next batch: its operations share no key with one another, a batch at the database, or a held operation. */
+  /** The next batch: its operations share no key with a batch at the database or a held operation, nor more than `per_account_max` of them one key. */
   private forming: Waiting[] = [];
-  private formingKeys = new Set<string>();
+  /** How many operations of the forming batch have each key. */
+  private formingKeys = new Map<string, number>();
   /** Operations waiting for a key to come free, in arrival order. */
   private held: Waiting[] = [];
   /** The keys of `held`: a later operation with one of them is held too, so each key keeps arrival order. */
@@ -167,7 +175,7 @@ export class WritePath {
 
   /** Whether one of `keys` is taken by the forming batch, a batch at the database, or a held operation (`held`: the keys of those held so far). */
   private taken(keys: string[], held: Set<string>): boolean {
-    return keys.some((k) => this.formingKeys.has(k) || this.busy.has(k) || held.has(k));
+    return keys.some((k) => (this.formingKeys.get(k) ?? 0) >= this.options.per_account_max || this.busy.has(k) || held.has(k));
   }
 
   /**
@@ -196,7 +204,7 @@ export class WritePath {
   /** Adds `waiting` to the forming batch, and sends the batch when that fills it. */
   private join(waiting: Waiting): void {
     this.forming.push(waiting);
-    for (const k of waiting.keys) this.formingKeys.add(k);
+    for (const k of waiting.keys) this.formingKeys.set(k, (this.formingKeys.get(k) ?? 0) + 1);
     if (this.forming.length >= this.options.batch_max) this.send();
   }
 
@@ -219,9 +227,9 @@ export class WritePath {
     const batch = this.forming;
     const keys = this.formingKeys;
     this.forming = [];
-    this.formingKeys = new Set();
+    this.formingKeys = new Map();
     if (batch.length === 0) return;
-    for (const k of keys) this.busy.add(k);
+    for (const k of keys.keys()) this.busy.add(k);
     this.inFlight++;
     this.count(batch.map((w) => w.op))
       .then(
@@ -233,7 +241,7 @@ export class WritePath {
       )
       .finally(() => {
         this.inFlight--;
-        for (const k of keys) this.busy.delete(k);
+        for (const k of keys.keys()) this.busy.delete(k);
         this.release();
       });
   }
