@@ -38,7 +38,7 @@ export interface WritePathOptions {
   /**
    * Most operations of one batch that share a key, i.e. touch one account, hold or transaction id
    * (default 1; env `HOLON_CLEARING_GROUP_PER_ACCOUNT`, 1–64). Each further update of a row the
-   * batch already updated costs more than the last (issue 12 §2, `op-keys.ts`).
+   * batch already updated costs a new row version and a MultiXact (issue 12 §2, `op-keys.ts`).
    */
   per_account_max: number;
   /** Most requests waiting for the database at once; beyond it a write is refused 503 `overloaded` (default 4096; env `HOLON_CLEARING_QUEUE_MAX`). */
@@ -102,8 +102,9 @@ export type BatchRunner = (db: Knex, ops: LedgerOp[]) => Promise<OpOutcome[]>;
  * With group commit, a batch takes at most `per_account_max` operations per key (`op-keys.ts`: an
  * account, a hold, a transaction id). An operation with a key that the forming batch has that many
  * times, or that a batch at the database or an earlier held operation has, is held, in arrival
- * order, and joins the first batch formed after the last of those returns; so the operations of one account reach the database in
- * arrival order, every time, and an operation waits only behind those that share a key with it.
+ * order, and joins the first batch formed after the last of those returns; so the operations of
+ * one account reach the database in arrival order, every time, and an operation waits only behind
+ * those that share a key with it.
  * When a batch returns and frees held operations, the next batch is sent at once: they have
  * already waited one batch, and a window on top would slow a shared payer's settlements, which
  * can only go one batch at a time. Each return looks at every held operation once, so its cost
@@ -220,7 +221,11 @@ export class WritePath {
     return () => clearTimeout(timeout);
   }
 
-  /** Sends the forming batch; on a failure of the whole statement, runs each operation on its own. Its keys stay busy until every answer is in. */
+  /**
+   * Sends the forming batch; on a failure of the whole statement, runs each operation again on its
+   * own, one after another (operations of one account keep their order). Its keys stay busy until
+   * every answer is in.
+   */
   private send(): void {
     this.scheduled?.();
     this.scheduled = null;
@@ -236,7 +241,7 @@ export class WritePath {
         (outcomes) => batch.forEach((w, i) => w.resolve(outcomes[i])),
         async (error) => {
           if (batch.length === 1) return batch[0].reject(error);
-          await Promise.all(batch.map((w) => this.alone(w.op).then(w.resolve, w.reject)));
+          for (const w of batch) await this.alone(w.op).then(w.resolve, w.reject);
         },
       )
       .finally(() => {
