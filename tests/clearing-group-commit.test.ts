@@ -10,15 +10,33 @@ import type { Knex } from 'knex';
 import { RESOLVE_SQL } from '../src/clearing/accounts.ts';
 import { rawQuery } from '../src/db/raw-sql.ts';
 import { settleOp } from '../src/clearing/settlements.ts';
-import { APPLY_SQL } from '../src/clearing/write-path.ts';
-import { WritePath, writePathOptionsFromEnv, type LedgerOp } from '../src/clearing/write-path.ts';
+import { keysOf } from '../src/clearing/op-keys.ts';
+import { APPLY_SQL, applyBatch, WritePath, writePathOptionsFromEnv, type BatchRunner, type LedgerOp } from '../src/clearing/write-path.ts';
 import { HttpError } from '../src/http/errors.ts';
-import { unique, useTestBinding } from './helpers/clearing.ts';
+import { inOneHour, unique, useTestBinding } from './helpers/clearing.ts';
 
 const binding = useTestBinding();
 
-/** A write path on the test database; `window_ms` long enough that concurrent calls of one test share a batch. */
-const writePath = (group_commit: boolean, queue_max = 100) => new WritePath(binding.db.knex, { group_commit, window_ms: 10, batch_max: 64, queue_max });
+/** A write path on the test database; `window_ms` long enough that concurrent calls of one test share a batch. `run` may record the batches sent. */
+const writePath = (group_commit: boolean, queue_max = 100, run: BatchRunner = applyBatch, per_account_max = 1) =>
+  new WritePath(binding.db.knex, { group_commit, window_ms: 10, batch_max: 64, per_account_max, queue_max }, run);
+
+/** A write path that records the transaction or hold id of every operation of every batch it sends, batch by batch. */
+function recordingWritePath(per_account_max = 1): { writes: WritePath; sent: string[][] } {
+  const sent: string[][] = [];
+  const record: BatchRunner = (db, ops) => {
+    sent.push(ops.map((op) => String(op.txn_id ?? op.hold_id)));
+    return applyBatch(db, ops);
+  };
+  const writes = writePath(true, 100, record, per_account_max);
+  return { writes, sent };
+}
+
+/** An open-hold operation as the open-hold door builds it (§6.11), open for an hour. */
+function openHoldOp(account: string, amount: number, hold_id = unique('gc-hold')): LedgerOp {
+  const expires_at = inOneHour();
+  return { op: 'open-hold', hold_id, account, amount, expires_raw: expires_at, expires_at };
+}
 
 /** A credit operation as the credit door builds it (§6.7), with `delta_on_account` to make it unbalanced on purpose. */
 function creditOp(account: string, amount: number, delta_on_account = amount): LedgerOp {
@@ -38,48 +56,50 @@ function creditOp(account: string, amount: number, delta_on_account = amount): L
 }
 
 test('issue 12 §1: concurrent settles share one statement; a refused one (unknown account) leaves the others applied', async () => {
-  const payer = await binding.funded(1_000_000, 'payer');
-  const owner = await binding.account('owner');
-  const nobody = unique('nobody');
+  const payers = [await binding.funded(1_000_000, 'payer'), await binding.funded(1_000_000, 'payer'), await binding.funded(1_000_000, 'payer')];
+  const owners = [await binding.account('owner'), unique('nobody'), await binding.account('owner')];
   const writes = writePath(true);
   const ops = [
-    settleOp({ txnId: unique('gc'), caller: payer, owner, rate: 100, retail: 120 }),
-    settleOp({ txnId: unique('gc'), caller: payer, owner: nobody, rate: 100, retail: 120 }),
-    settleOp({ txnId: unique('gc'), caller: payer, owner, rate: 300, retail: 330 }),
+    settleOp({ txnId: unique('gc'), caller: payers[0], owner: owners[0], rate: 100, retail: 120 }),
+    settleOp({ txnId: unique('gc'), caller: payers[1], owner: owners[1], rate: 100, retail: 120 }),
+    settleOp({ txnId: unique('gc'), caller: payers[2], owner: owners[2], rate: 300, retail: 330 }),
   ];
   const answers = await Promise.allSettled(ops.map((op) => writes.apply(op)));
-  assert.deepEqual(writes.stats, { batches: 1, operations: 3 });
+  assert.deepEqual(writes.stats, { batches: 1, operations: 3, held: 0 });
   assert.deepEqual(answers[0], { status: 'fulfilled', value: { applied: true } });
   assert.equal(answers[1].status, 'rejected');
   const refusal = (answers[1] as PromiseRejectedResult).reason as HttpError;
   assert.equal(refusal.status, 404);
   assert.equal(refusal.code, 'no_such_object');
-  assert.equal(refusal.message, `there is no account ${nobody}`);
+  assert.equal(refusal.message, `there is no account ${owners[1]}`);
   assert.deepEqual(answers[2], { status: 'fulfilled', value: { applied: true } });
-  assert.equal((await binding.balanceOf(payer)).balance, 1_000_000 - 120 - 330);
-  assert.equal((await binding.balanceOf(owner)).balance, 400);
+  assert.deepEqual(await Promise.all(payers.map(async (p) => (await binding.balanceOf(p)).balance)), [1_000_000 - 120, 1_000_000, 1_000_000 - 330]);
+  assert.equal((await binding.balanceOf(owners[0])).balance, 100);
+  assert.equal((await binding.balanceOf(owners[2])).balance, 300);
 });
 
 test('issue 12 §1: a batch that fails at commit is retried one by one: the good writes apply, only the bad one fails', async () => {
   const a = await binding.account('a');
   const b = await binding.account('b');
+  const c = await binding.account('c');
   const writes = writePath(true);
   // The middle credit does not balance: the deferred zero-sum check refuses the whole statement at commit.
-  const answers = await Promise.allSettled([writes.apply(creditOp(a, 700)), writes.apply(creditOp(b, 50, 49)), writes.apply(creditOp(b, 900))]);
-  assert.deepEqual(writes.stats, { batches: 4, operations: 6 });
+  const answers = await Promise.allSettled([writes.apply(creditOp(a, 700)), writes.apply(creditOp(b, 50, 49)), writes.apply(creditOp(c, 900))]);
+  assert.deepEqual(writes.stats, { batches: 4, operations: 6, held: 0 });
   assert.deepEqual(answers[0], { status: 'fulfilled', value: { applied: true } });
   assert.equal(answers[1].status, 'rejected');
   assert.match(String((answers[1] as PromiseRejectedResult).reason.message), /does not balance: its postings sum to -1/);
   assert.deepEqual(answers[2], { status: 'fulfilled', value: { applied: true } });
   assert.equal((await binding.balanceOf(a)).balance, 700);
-  assert.equal((await binding.balanceOf(b)).balance, 900);
+  assert.equal((await binding.balanceOf(b)).balance, 0);
+  assert.equal((await binding.balanceOf(c)).balance, 900);
 });
 
 test('issue 12 §1: with group commit off every write is its own statement', async () => {
   const a = await binding.account('a');
   const writes = writePath(false);
   await Promise.all([writes.apply(creditOp(a, 1)), writes.apply(creditOp(a, 2)), writes.apply(creditOp(a, 3))]);
-  assert.deepEqual(writes.stats, { batches: 3, operations: 3 });
+  assert.deepEqual(writes.stats, { batches: 3, operations: 3, held: 0 });
   assert.equal((await binding.balanceOf(a)).balance, 6);
 });
 
@@ -117,13 +137,12 @@ test('issue 12 §1: beyond queue_max waiting writes, a write is refused 503 over
 });
 
 test('issue 12 §1: the write-path settings are read from the environment and refused when malformed', () => {
-  assert.deepEqual(writePathOptionsFromEnv({}), { group_commit: true, window_ms: 1, batch_max: 32, queue_max: 4096 });
-  assert.deepEqual(writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'off', HOLON_CLEARING_GROUP_WINDOW_MS: '2', HOLON_CLEARING_GROUP_MAX: '8' }), {
-    group_commit: false,
-    window_ms: 2,
-    batch_max: 8,
-    queue_max: 4096,
-  });
+  assert.deepEqual(writePathOptionsFromEnv({}), { group_commit: true, window_ms: 1, batch_max: 32, per_account_max: 1, queue_max: 4096 });
+  assert.deepEqual(
+    writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'off', HOLON_CLEARING_GROUP_WINDOW_MS: '2', HOLON_CLEARING_GROUP_MAX: '8', HOLON_CLEARING_GROUP_PER_ACCOUNT: '4' }),
+    { group_commit: false, window_ms: 2, batch_max: 8, per_account_max: 4, queue_max: 4096 },
+  );
+  assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_PER_ACCOUNT: '0' }), { message: 'HOLON_CLEARING_GROUP_PER_ACCOUNT=0 is not an integer from 1 to 64' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'yes' }), { message: 'HOLON_CLEARING_GROUP_COMMIT=yes is neither on nor off' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_MAX: '65' }), { message: 'HOLON_CLEARING_GROUP_MAX=65 is not an integer from 1 to 64' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_WINDOW_MS: '1.5' }), { message: 'HOLON_CLEARING_GROUP_WINDOW_MS=1.5 is not an integer from 0 to 10' });
@@ -173,3 +192,104 @@ test('issue 12 §1: on Postgres the hot statements are prepared once per connect
     await binding.db.knex.client.releaseConnection(connection);
   }
 });
+
+test('issue 12 §2: concurrent settles from one shared payer go in separate batches, in arrival order; settles between other accounts share the first', async () => {
+  const shared = await binding.funded(1_000_000, 'shared');
+  const [a, b, c, d] = [await binding.funded(1_000_000, 'a'), await binding.account('b'), await binding.funded(1_000_000, 'c'), await binding.account('d')];
+  const owners = [await binding.account('o1'), await binding.account('o2'), await binding.account('o3')];
+  const settles = [
+    { txnId: unique('gc-p1'), caller: shared, owner: owners[0], rate: 100, retail: 120 },
+    { txnId: unique('gc-ab'), caller: a, owner: b, rate: 10, retail: 11 },
+    { txnId: unique('gc-p2'), caller: shared, owner: owners[1], rate: 200, retail: 240 },
+    { txnId: unique('gc-cd'), caller: c, owner: d, rate: 20, retail: 22 },
+    { txnId: unique('gc-p3'), caller: shared, owner: owners[2], rate: 300, retail: 360 },
+  ];
+  const { writes, sent } = recordingWritePath();
+  const answers = await Promise.all(settles.map((body) => writes.apply(settleOp(body))));
+  assert.deepEqual(answers, settles.map(() => ({ applied: true })));
+  const [p1, ab, p2, cd, p3] = settles.map((s) => s.txnId);
+  assert.deepEqual(sent, [[p1, ab, cd], [p2], [p3]]);
+  assert.deepEqual(writes.stats, { batches: 3, operations: 5, held: 2 });
+  assert.equal((await binding.balanceOf(shared)).balance, 1_000_000 - 120 - 240 - 360);
+  assert.deepEqual(await Promise.all(owners.map(async (o) => (await binding.balanceOf(o)).balance)), [100, 200, 300]);
+  assert.equal((await binding.balanceOf(b)).balance, 10);
+  assert.equal((await binding.balanceOf(d)).balance, 20);
+});
+
+test('issue 12 §2: with per_account_max 2, a batch takes two operations of the shared payer, in arrival order, and the third waits for the next', async () => {
+  const shared = await binding.funded(1_000_000, 'shared');
+  const owner = await binding.account('owner');
+  const settles = [1, 2, 3].map((n) => ({ txnId: unique(`gc-p${n}`), caller: shared, owner, rate: 100 * n, retail: 120 * n }));
+  const { writes, sent } = recordingWritePath(2);
+  assert.deepEqual(await Promise.all(settles.map((body) => writes.apply(settleOp(body)))), settles.map(() => ({ applied: true })));
+  const [p1, p2, p3] = settles.map((s) => s.txnId);
+  assert.deepEqual(sent, [[p1, p2], [p3]]);
+  assert.equal((await binding.balanceOf(shared)).balance, 1_000_000 - 720);
+  assert.equal((await binding.balanceOf(owner)).balance, 600);
+});
+
+test('issue 12 §2: concurrent holds on one account keep arrival order every time: 700 then 700 then 300 of 1000, the second refused insufficient_funds, the others applied', async () => {
+  for (let round = 0; round < 8; round++) {
+    const account = await binding.funded(1_000, 'holds');
+    const { writes, sent } = recordingWritePath();
+    const ops = [openHoldOp(account, 700), openHoldOp(account, 700), openHoldOp(account, 300)];
+    const answers = await Promise.allSettled(ops.map((op) => writes.apply(op)));
+    assert.deepEqual(sent, ops.map((op) => [op.hold_id]));
+    assert.equal(answers[0].status, 'fulfilled');
+    assert.deepEqual([(answers[0] as PromiseFulfilledResult<any>).value.applied, (answers[0] as PromiseFulfilledResult<any>).value.available], [true, 300]);
+    const refusal = (answers[1] as PromiseRejectedResult).reason as HttpError;
+    assert.equal(refusal.status, 422);
+    assert.equal(refusal.code, 'insufficient_funds');
+    assert.equal(refusal.message, `a hold of 700 does not fit: 300 available on ${account} (balance 1000, reserved 700)`);
+    assert.equal(answers[2].status, 'fulfilled');
+    assert.deepEqual([(answers[2] as PromiseFulfilledResult<any>).value.applied, (answers[2] as PromiseFulfilledResult<any>).value.available], [true, 0]);
+    assert.deepEqual(await binding.balanceOf(account), { account, balance: 1_000, available: 0, reserved: 1_000, pending: 0 });
+  }
+});
+
+test('issue 12 §2: each write-path operation is kept apart by the accounts, hold and transaction ids it names; machinery accounts and an unnamed hold account are not keys', () => {
+  const settle = settleOp({ txnId: 't1', caller: 'payer', owner: 'owner', rate: 1, retail: 2 });
+  assert.deepEqual(keysOf(settle), ['account:payer', 'account:owner', 'txn:t1']);
+  const credit = creditOp('acct', 5);
+  assert.deepEqual(keysOf(credit), ['account:acct', `txn:${credit.txn_id}`]);
+  assert.deepEqual(keysOf({ op: 'open-hold', hold_id: 'h1', account: 'payer', amount: 5 }), ['account:payer', 'hold:h1']);
+  assert.deepEqual(keysOf({ op: 'resize-hold', hold_id: 'h1', amount: 9 }), ['hold:h1']);
+  assert.deepEqual(keysOf({ op: 'release-hold', hold_id: 'h1' }), ['hold:h1']);
+  assert.deepEqual(keysOf({ op: 'draw', txn_id: 't2', hold_id: 'h1', caller: 'payer', owner: 'owner', lines: [] }), ['account:payer', 'account:owner', 'hold:h1', 'txn:t2']);
+  assert.deepEqual(keysOf({ op: 'reverse', txn_id: 't3', reverses: 't1' }), ['txn:t3', 'txn:t1']);
+  // A settle whose caller is its owner: one key, not two.
+  assert.deepEqual(keysOf(settleOp({ txnId: 't4', caller: 'same', owner: 'same', rate: 1, retail: 1 })), ['account:same', 'txn:t4']);
+});
+
+test('issue 12 §2: a write waits for the batch at the database that holds its account, even when that batch is stalled behind a lock, so the first hold wins', { skip: !process.env.DATABASE_URL && 'PGlite serializes transactions: a row lock cannot stall one batch while another runs' }, async () => {
+  // `aaa-…` sorts before `payer-…`: the first batch locks it first, and stalls there while it is held.
+  const blocker = await binding.account('aaa');
+  const payer = await binding.funded(1_000, 'payer');
+  const writes = writePath(true);
+  const lock = await binding.db.knex.transaction();
+  try {
+    await lock.raw('SELECT 1 FROM clearing_accounts WHERE id = ? FOR UPDATE', [blocker]);
+    const first = writes.apply(openHoldOp(payer, 700));
+    const credit = writes.apply(creditOp(blocker, 5));
+    await waitForLockWaiter(1);
+    const second = writes.apply(openHoldOp(payer, 700));
+    assert.equal(writes.stats.held, 1);
+    await lock.commit();
+    const answers = await Promise.allSettled([first, credit, second]);
+    assert.deepEqual(answers.map((a) => a.status), ['fulfilled', 'fulfilled', 'rejected']);
+    assert.equal(((answers[2] as PromiseRejectedResult).reason as HttpError).code, 'insufficient_funds');
+    assert.deepEqual(writes.stats, { batches: 2, operations: 3, held: 1 });
+  } finally {
+    if (!lock.isCompleted()) await lock.rollback();
+  }
+});
+
+/** Waits until `count` sessions of this database wait for a row lock (at most 500 looks, 10 ms apart). Throws when they never do. */
+async function waitForLockWaiter(count: number): Promise<void> {
+  for (let look = 0; look < 500; look++) {
+    const { rows } = await binding.db.knex.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    if (rows[0].n >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no ${count} session(s) waiting for a lock after 500 looks`);
+}

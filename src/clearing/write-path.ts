@@ -1,12 +1,14 @@
 /**
  * The reference binding's write path (issue 12 §1): every value-moving request is one call of
  * the database function `clearing_apply` (migrations/005_clearing_write_path.ts) as fixed SQL on
- * a raw driver connection from the knex pool (`raw-sql.ts`), the same text on both engines.
+ * a raw driver connection from the knex pool (`src/db/raw-sql.ts`), the same text on both engines.
  *
  * Group commit: while a batch is at the database, requests arriving within `window_ms` of the
  * first one of the next batch (or until `batch_max` are waiting) go to the database together, as
  * one statement and so one transaction; when none is, the requests of the current turn of the
- * event loop go at once, so a lone request does not wait for a window.
+ * event loop go at once, so a lone request does not wait for a window. A batch takes at most
+ * `per_account_max` operations per account (issue 12 §2, `op-keys.ts`; default one): one more, or
+ * one that touches an account of a batch at the database, waits for a later batch, in arrival order.
  * Each request gets its own outcome: every operation runs in its own subtransaction, and the
  * batch locks all its accounts in id order first (batches never deadlock on accounts). An
  * answer is sent only after the batch committed, so a crash mid-batch loses nothing that was
@@ -16,6 +18,7 @@
 import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
 import { rawQuery, type FixedStatement } from '../db/raw-sql.ts';
+import { keysOf } from './op-keys.ts';
 import { refusalOf } from './refusals.ts';
 
 /** One value-moving operation as `clearing_apply` takes it (see the migration for each shape). */
@@ -32,12 +35,18 @@ export interface WritePathOptions {
   window_ms: number;
   /** Most operations per batch (default 32; env `HOLON_CLEARING_GROUP_MAX`, 1–64: PostgreSQL keeps 64 subtransactions per transaction in memory). */
   batch_max: number;
+  /**
+   * Most operations of one batch that share a key, i.e. touch one account, hold or transaction id
+   * (default 1; env `HOLON_CLEARING_GROUP_PER_ACCOUNT`, 1–64). Each further update of a row the
+   * batch already updated costs a new row version and a MultiXact (issue 12 §2, `op-keys.ts`).
+   */
+  per_account_max: number;
   /** Most requests waiting for the database at once; beyond it a write is refused 503 `overloaded` (default 4096; env `HOLON_CLEARING_QUEUE_MAX`). */
   queue_max: number;
 }
 
 /** The defaults of `WritePathOptions`. */
-export const WRITE_PATH_DEFAULTS: WritePathOptions = { group_commit: true, window_ms: 1, batch_max: 32, queue_max: 4096 };
+export const WRITE_PATH_DEFAULTS: WritePathOptions = { group_commit: true, window_ms: 1, batch_max: 32, per_account_max: 1, queue_max: 4096 };
 
 /** Attempts of one operation that lost a race (unique violation on a new id, deadlock): the same as the old knex path. */
 const RACE_ATTEMPTS = 3;
@@ -53,7 +62,7 @@ function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, 
   return value;
 }
 
-/** The write-path settings named by the environment (`HOLON_CLEARING_GROUP_COMMIT` on|off, `..._GROUP_WINDOW_MS`, `..._GROUP_MAX`, `..._QUEUE_MAX`). Throws on a malformed value. */
+/** The write-path settings named by the environment (`HOLON_CLEARING_GROUP_COMMIT` on|off, `..._GROUP_WINDOW_MS`, `..._GROUP_MAX`, `..._GROUP_PER_ACCOUNT`, `..._QUEUE_MAX`). Throws on a malformed value. */
 export function writePathOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): WritePathOptions {
   const switchText = env.HOLON_CLEARING_GROUP_COMMIT ?? 'on';
   if (switchText !== 'on' && switchText !== 'off') throw new Error(`HOLON_CLEARING_GROUP_COMMIT=${switchText} is neither on nor off`);
@@ -61,6 +70,7 @@ export function writePathOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): W
     group_commit: switchText === 'on',
     window_ms: integerSetting(env, 'HOLON_CLEARING_GROUP_WINDOW_MS', WRITE_PATH_DEFAULTS.window_ms, 0, 10),
     batch_max: integerSetting(env, 'HOLON_CLEARING_GROUP_MAX', WRITE_PATH_DEFAULTS.batch_max, 1, 64),
+    per_account_max: integerSetting(env, 'HOLON_CLEARING_GROUP_PER_ACCOUNT', WRITE_PATH_DEFAULTS.per_account_max, 1, 64),
     queue_max: integerSetting(env, 'HOLON_CLEARING_QUEUE_MAX', WRITE_PATH_DEFAULTS.queue_max, 1, 1_000_000),
   };
 }
@@ -77,24 +87,56 @@ export async function applyBatch(db: Knex, ops: LedgerOp[]): Promise<OpOutcome[]
 /** A request waiting for its batch. */
 interface Waiting {
   op: LedgerOp;
+  /** What the operation touches (`keysOf`): at most `per_account_max` operations of a batch, and no two batches at the database, share one. */
+  keys: string[];
   resolve(outcome: OpOutcome): void;
   reject(error: unknown): void;
 }
 
-/** The write path of one binding: `apply` answers an operation's outcome or throws its refusal. */
+/** Runs one batch: `applyBatch`, or a stand-in that records the batches sent (tests). */
+export type BatchRunner = (db: Knex, ops: LedgerOp[]) => Promise<OpOutcome[]>;
+
+/**
+ * The write path of one binding: `apply` answers an operation's outcome or throws its refusal.
+ *
+ * With group commit, a batch takes at most `per_account_max` operations per key (`op-keys.ts`: an
+ * account, a hold, a transaction id). An operation with a key that the forming batch has that many
+ * times, or that a batch at the database or an earlier held operation has, is held, in arrival
+ * order, and joins the first batch formed after the last of those returns; so the operations of
+ * one account reach the database in arrival order, every time, and an operation waits only behind
+ * those that share a key with it.
+ * When a batch returns and frees held operations, the next batch is sent at once: they have
+ * already waited one batch, and a window on top would slow a shared payer's settlements, which
+ * can only go one batch at a time. Each return looks at every held operation once, so its cost
+ * is bounded by `queue_max` operations.
+ */
 export class WritePath {
+  /** The next batch: its operations share no key with a batch at the database or a held operation, nor more than `per_account_max` of them one key. */
   private forming: Waiting[] = [];
+  /** How many operations of the forming batch have each key. */
+  private formingKeys = new Map<string, number>();
+  /** Operations waiting for a key to come free, in arrival order. */
+  private held: Waiting[] = [];
+  /** The keys of `held`: a later operation with one of them is held too, so each key keeps arrival order. */
+  private heldKeys = new Set<string>();
+  /** The keys of the batches at the database (including the one-by-one retries of a failed batch). */
+  private busy = new Set<string>();
   /** Cancels the scheduled send of the forming batch; null when none is scheduled. */
   private scheduled: (() => void) | null = null;
   private pending = 0;
   /** Batches sent and not yet answered. */
   private inFlight = 0;
-  /** Statements sent and operations carried by them since the start (what group commit saved: operations − batches). */
-  readonly stats = { batches: 0, operations: 0 };
+  /**
+   * Since the start: statements sent, operations carried by them (group commit saved operations −
+   * batches), and operations held for a later batch because an earlier one shared a key with them.
+   */
+  readonly stats = { batches: 0, operations: 0, held: 0 };
 
+  /** A write path on `db`'s pool with `options`; `run` sends a batch (default `applyBatch`). */
   constructor(
     private readonly db: Knex,
     readonly options: WritePathOptions = WRITE_PATH_DEFAULTS,
+    private readonly run: BatchRunner = applyBatch,
   ) {}
 
   /**
@@ -125,24 +167,46 @@ export class WritePath {
     return (await this.count([op]))[0];
   }
 
-  /** `applyBatch`, counted in `stats`. */
+  /** The batch runner, counted in `stats`. */
   private count(ops: LedgerOp[]): Promise<OpOutcome[]> {
     this.stats.batches++;
     this.stats.operations += ops.length;
-    return applyBatch(this.db, ops);
+    return this.run(this.db, ops);
+  }
+
+  /** Whether one of `keys` is taken by the forming batch, a batch at the database, or a held operation (`held`: the keys of those held so far). */
+  private taken(keys: string[], held: Set<string>): boolean {
+    return keys.some((k) => (this.formingKeys.get(k) ?? 0) >= this.options.per_account_max || this.busy.has(k) || held.has(k));
   }
 
   /**
-   * Adds `op` to the forming batch. The batch is sent when it is full; else, when no batch is at
-   * the database, at the end of this turn of the event loop (a lone request waits for nothing);
-   * else when its window closes.
+   * Adds `op` to the forming batch, or holds it when one of its keys is taken. The batch is sent
+   * when it is full; else, when no batch is at the database, at the end of this turn of the event
+   * loop (a lone request waits for nothing); else when its window closes.
    */
   private enqueue(op: LedgerOp): Promise<OpOutcome> {
     return new Promise((resolve, reject) => {
-      this.forming.push({ op, resolve, reject });
-      if (this.forming.length >= this.options.batch_max) this.send();
-      else if (this.scheduled === null) this.scheduled = this.inFlight === 0 ? this.soon() : this.later();
+      const waiting = { op, keys: keysOf(op), resolve, reject };
+      if (this.taken(waiting.keys, this.heldKeys)) {
+        this.stats.held++;
+        return this.hold(waiting, this.heldKeys);
+      }
+      this.join(waiting);
+      if (this.forming.length > 0 && this.scheduled === null) this.scheduled = this.inFlight === 0 ? this.soon() : this.later();
     });
+  }
+
+  /** Puts `waiting` at the end of the held operations; its keys go into `keys`. */
+  private hold(waiting: Waiting, keys: Set<string>): void {
+    this.held.push(waiting);
+    for (const k of waiting.keys) keys.add(k);
+  }
+
+  /** Adds `waiting` to the forming batch, and sends the batch when that fills it. */
+  private join(waiting: Waiting): void {
+    this.forming.push(waiting);
+    for (const k of waiting.keys) this.formingKeys.set(k, (this.formingKeys.get(k) ?? 0) + 1);
+    if (this.forming.length >= this.options.batch_max) this.send();
   }
 
   /** Schedules `send` at the end of this turn of the event loop; answers its canceller. */
@@ -157,22 +221,50 @@ export class WritePath {
     return () => clearTimeout(timeout);
   }
 
-  /** Sends the forming batch; on a failure of the whole statement, runs each operation on its own. */
+  /**
+   * Sends the forming batch; on a failure of the whole statement, runs each operation again on its
+   * own, one after another (operations of one account keep their order). Its keys stay busy until
+   * every answer is in.
+   */
   private send(): void {
     this.scheduled?.();
     this.scheduled = null;
     const batch = this.forming;
+    const keys = this.formingKeys;
     this.forming = [];
+    this.formingKeys = new Map();
     if (batch.length === 0) return;
+    for (const k of keys.keys()) this.busy.add(k);
     this.inFlight++;
     this.count(batch.map((w) => w.op))
       .then(
         (outcomes) => batch.forEach((w, i) => w.resolve(outcomes[i])),
-        (error) => {
+        async (error) => {
           if (batch.length === 1) return batch[0].reject(error);
-          for (const w of batch) this.alone(w.op).then(w.resolve, w.reject);
+          for (const w of batch) await this.alone(w.op).then(w.resolve, w.reject);
         },
       )
-      .finally(() => this.inFlight--);
+      .finally(() => {
+        this.inFlight--;
+        for (const k of keys.keys()) this.busy.delete(k);
+        this.release();
+      });
+  }
+
+  /** Moves the held operations none of whose keys is taken any longer into the forming batch, in arrival order, and sends it at once when it took any. */
+  private release(): void {
+    const held = this.held;
+    this.held = [];
+    this.heldKeys = new Set();
+    let freed = 0;
+    for (const waiting of held) {
+      if (this.taken(waiting.keys, this.heldKeys)) {
+        this.hold(waiting, this.heldKeys);
+      } else {
+        freed++;
+        this.join(waiting);
+      }
+    }
+    if (freed > 0) this.send();
   }
 }
