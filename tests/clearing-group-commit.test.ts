@@ -137,7 +137,7 @@ test('issue 12 §1: beyond queue_max waiting writes, a write is refused 503 over
 });
 
 test('issue 12 §1: the write-path settings are read from the environment and refused when malformed', () => {
-  assert.deepEqual(writePathOptionsFromEnv({}), { group_commit: true, window_ms: 1, batch_max: 32, per_account_max: 1, queue_max: 4096 });
+  assert.deepEqual(writePathOptionsFromEnv({}), { group_commit: true, window_ms: 1, batch_max: 32, per_account_max: 16, queue_max: 4096 });
   assert.deepEqual(
     writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'off', HOLON_CLEARING_GROUP_WINDOW_MS: '2', HOLON_CLEARING_GROUP_MAX: '8', HOLON_CLEARING_GROUP_PER_ACCOUNT: '4' }),
     { group_commit: false, window_ms: 2, batch_max: 8, per_account_max: 4, queue_max: 4096 },

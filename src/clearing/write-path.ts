@@ -7,7 +7,7 @@
  * first one of the next batch (or until `batch_max` are waiting) go to the database together, as
  * one statement and so one transaction; when none is, the requests of the current turn of the
  * event loop go at once, so a lone request does not wait for a window. A batch takes at most
- * `per_account_max` operations per account (issue 12 §2, `op-keys.ts`; default one): one more, or
+ * `per_account_max` operations per account (issue 12 §2, `op-keys.ts`; default 16): one more, or
  * one that touches an account of a batch at the database, waits for a later batch, in arrival order.
  * Each request gets its own outcome: every operation runs in its own subtransaction, and the
  * batch locks all its accounts in id order first (batches never deadlock on accounts). An
@@ -37,8 +37,9 @@ export interface WritePathOptions {
   batch_max: number;
   /**
    * Most operations of one batch that share a key, i.e. touch one account, hold or transaction id
-   * (default 1; env `HOLON_CLEARING_GROUP_PER_ACCOUNT`, 1–64). Each further update of a row the
-   * batch already updated costs a new row version and a MultiXact (issue 12 §2, `op-keys.ts`).
+   * (default 16; env `HOLON_CLEARING_GROUP_PER_ACCOUNT`, 1–64). Each further update of a row the
+   * batch already updated costs a new row version, and saves a round trip and a commit; 16 won
+   * for a shared payer on a quiet machine (bench/README.md, issue 12 §2).
    */
   per_account_max: number;
   /** Most requests waiting for the database at once; beyond it a write is refused 503 `overloaded` (default 4096; env `HOLON_CLEARING_QUEUE_MAX`). */
@@ -46,7 +47,7 @@ export interface WritePathOptions {
 }
 
 /** The defaults of `WritePathOptions`. */
-export const WRITE_PATH_DEFAULTS: WritePathOptions = { group_commit: true, window_ms: 1, batch_max: 32, per_account_max: 1, queue_max: 4096 };
+export const WRITE_PATH_DEFAULTS: WritePathOptions = { group_commit: true, window_ms: 1, batch_max: 32, per_account_max: 16, queue_max: 4096 };
 
 /** Attempts of one operation that lost a race (unique violation on a new id, deadlock): the same as the old knex path. */
 const RACE_ATTEMPTS = 3;
