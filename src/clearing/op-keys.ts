@@ -1,13 +1,13 @@
 /**
  * What one write-path operation touches, as the keys group commit keeps apart (issue 12 §1–§2):
- * at most `per_account_max` operations of one batch share a key (default one), and an operation
+ * at most `per_account_max` operations of one batch share a key (default 16), and an operation
  * waits while an earlier one with a key of its own is still waiting or at the database
  * (`write-path.ts`).
  *
- * Why: in one batch, every operation runs in its own subtransaction under the batch's row locks,
- * and each update of a balance row that the batch already updated costs a new row version and a
- * MultiXact, more than the commit the batch saves (16 settles from one payer: 375/s grouped
- * against 648/s one by one). Keys are read off the operation alone, from the shapes
+ * Why: batches at the database together that touch one account queue on its balance row, and
+ * each write of a batch updates that row again in its own subtransaction, so the queue undid the
+ * commits group commit saves (16 settles from one payer: 375/s grouped against 648/s one by one;
+ * with this rule 991/s, bench/README.md). Keys are read off the operation alone, from the shapes
  * `clearing_apply` takes (migrations 005 and 014):
  *
  * - `account:<id>`: a holder account whose balance row the operation updates, or whose
