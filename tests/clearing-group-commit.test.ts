@@ -95,6 +95,39 @@ test('issue 12 §1: a batch that fails at commit is retried one by one: the good
   assert.equal((await binding.balanceOf(c)).balance, 900);
 });
 
+test('issue 12 §2: a failed batch is retried write by write: writes of one account one after another, in order; writes of other accounts at once', async () => {
+  const started: string[] = [];
+  const finish = new Map<string, () => void>();
+  let batches = 0;
+  // The batch fails as a whole (a dropped connection); each retry waits until the test lets it answer.
+  const run: BatchRunner = async (_db, ops) => {
+    if (batches++ === 0) throw new Error('connection lost');
+    const id = String(ops[0].txn_id);
+    started.push(id);
+    await new Promise<void>((resolve) => finish.set(id, resolve));
+    return [{ applied: true }];
+  };
+  const until = async (check: () => boolean) => {
+    for (let turn = 0; !check(); turn++) {
+      assert.ok(turn < 1000, `still waiting; started: ${started.join(', ')}`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  const writes = writePath(true, 100, run, 16);
+  const [a1, b1, a2] = [creditOp('gc-retry-a', 1), creditOp('gc-retry-b', 1), creditOp('gc-retry-a', 2)];
+  const answers = Promise.all([a1, b1, a2].map((op) => writes.apply(op)));
+  await until(() => started.length === 2);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(started, [a1.txn_id, b1.txn_id], 'the second write of account a waits for the first');
+  finish.get(String(a1.txn_id))!();
+  await until(() => started.length === 3);
+  assert.equal(started[2], a2.txn_id);
+  finish.get(String(b1.txn_id))!();
+  finish.get(String(a2.txn_id))!();
+  assert.deepEqual(await answers, [{ applied: true }, { applied: true }, { applied: true }]);
+  assert.deepEqual(writes.stats, { batches: 4, operations: 6, held: 0 });
+});
+
 test('issue 12 §1: with group commit off every write is its own statement', async () => {
   const a = await binding.account('a');
   const writes = writePath(false);

@@ -224,8 +224,7 @@ export class WritePath {
 
   /**
    * Sends the forming batch; on a failure of the whole statement, runs each operation again on its
-   * own, one after another (operations of one account keep their order). Its keys stay busy until
-   * every answer is in.
+   * own ({@link retryAlone}). Its keys stay busy until every answer is in.
    */
   private send(): void {
     this.scheduled?.();
@@ -240,16 +239,29 @@ export class WritePath {
     this.count(batch.map((w) => w.op))
       .then(
         (outcomes) => batch.forEach((w, i) => w.resolve(outcomes[i])),
-        async (error) => {
-          if (batch.length === 1) return batch[0].reject(error);
-          for (const w of batch) await this.alone(w.op).then(w.resolve, w.reject);
-        },
+        (error) => (batch.length === 1 ? batch[0].reject(error) : this.retryAlone(batch)),
       )
       .finally(() => {
         this.inFlight--;
         for (const k of keys.keys()) this.busy.delete(k);
         this.release();
       });
+  }
+
+  /**
+   * Runs each operation of a failed batch again as its own statement: those sharing a key one
+   * after another, in the batch's order (one account's writes keep their order), the others at
+   * once (one slow or hanging retry does not hold up writes of other accounts). Resolves when
+   * every operation has its answer.
+   */
+  private async retryAlone(batch: Waiting[]): Promise<void> {
+    const last = new Map<string, Promise<void>>();
+    const retries = batch.map((w) => {
+      const retried = Promise.all(w.keys.map((k) => last.get(k))).then(() => this.alone(w.op).then(w.resolve, w.reject));
+      for (const k of w.keys) last.set(k, retried);
+      return retried;
+    });
+    await Promise.all(retries);
   }
 
   /** Moves the held operations none of whose keys is taken any longer into the forming batch, in arrival order, and sends it at once when it took any. */

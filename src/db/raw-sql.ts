@@ -45,7 +45,9 @@ export const rawRunner =
 /**
  * A runner inside a knex transaction (a statement that must commit with other writes, or a cold
  * read sharing a statement with a hot path): each `$n` becomes knex's positional `?`, with its
- * value repeated wherever the text names it again.
+ * value repeated wherever the text names it again. Knex reads every `?` as a binding and expands
+ * an array value into a list, so a statement with a `?` operator or an array parameter runs on a
+ * raw connection only.
  */
 export const transactionRunner =
   (trx: Knex.Transaction): SqlRunner =>
@@ -71,7 +73,9 @@ export interface NamedStatement<P extends string> {
 /**
  * Compiles SQL with `:name` parameters (lower case, digits, underscores; a `::type` cast is not
  * one) into a {@link FixedStatement} named `name`: each distinct parameter becomes one `$n`, so a
- * statement composed of several parts may name one value in many places.
+ * statement composed of several parts may name one value in many places. The text is not
+ * parsed: it must not hold `:word` in a string literal or a comment (pass such a value as a
+ * parameter); a name without a value is refused when the values are made.
  */
 export function namedStatement<P extends string>(name: string, text: string): NamedStatement<P> {
   const order: string[] = [];

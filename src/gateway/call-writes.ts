@@ -9,8 +9,10 @@
  *   journal event, its settlement intents, the agent's measured record and the reservation
  *   closed at what was spent, all only when the receipt was written.
  *
- * Each answers a row exactly when the call's receipt was written. The rows every call of an
- * agent or a mandate shares (the measured record, the mandate's figures) are written last.
+ * Each answers a row exactly when the call's receipt was written. Without a recorder the
+ * statement commits as soon as it ends, so the rows every call of an agent or a mandate shares
+ * (the measured record, the mandate's figures) stay locked only while it runs; every process
+ * runs the same statement, so they are always locked in the same order.
  */
 import { namedStatement } from '../db/raw-sql.ts';
 import { measuredCte, type MeasuredParam } from './catalogue.ts';

@@ -107,7 +107,7 @@ export const receiptCtes = (guard: string | null) => `written AS (
 export function receiptParams(receipt: Receipt, root_mandate: string, options: SaveOptions = {}): Record<ReceiptParam, unknown> {
   return {
     receipt_id: receipt.id,
-    parent: receipt.parent,
+    parent: receipt.parent ?? null,
     root_mandate,
     status: receipt.status,
     document: JSON.stringify(receipt),
@@ -115,12 +115,12 @@ export function receiptParams(receipt: Receipt, root_mandate: string, options: S
     hold_id: options.running?.hold_id ?? null,
     process: options.running?.process ?? null,
     only_running: options.only_running ?? false,
-    agent: receipt.agent,
+    agent: receipt.agent ?? null,
     error_code: receipt.error?.code ?? null,
-    latency_ms: receipt.duration_ms,
+    latency_ms: receipt.duration_ms ?? 0,
     cost_micros: receipt.billed ? parseMoney(receipt.cost.own) : 0,
     delegated: receipt.parent !== null,
-    approval: receipt.approval,
+    approval: receipt.approval ?? null,
   };
 }
 
