@@ -25,7 +25,7 @@ export async function readMeasured(db: Knex, ids?: readonly string[]): Promise<M
   return new Map((await query).map((row) => [row.id as string, { runs: int(row.runs), successes: int(row.successes) }]));
 }
 
-/** The parameters of {@link MEASURED_CTE}: the agent's id and 1 for a success, else 0. */
+/** The parameters of {@link measuredCte}: the agent's id and 1 for a success, else 0. */
 export type MeasuredParam = 'measured_agent' | 'measured_success';
 
 /**

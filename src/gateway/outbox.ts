@@ -103,10 +103,10 @@ export function outboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Par
 
 const keyOf = (intent: Intent) => (intent.operation === 'settle' ? intent.body.txnId : `release:${intent.body.holdId}`);
 
-/** The parameter of {@link INTENTS_CTE}: the intents as a JSON array. */
+/** The parameter of {@link intentsCte}: the intents as a JSON array. */
 export type IntentsParam = 'intents';
 
-/** The parameter of {@link INTENTS_CTE} for `intents`. */
+/** The parameter of {@link intentsCte} for `intents`. */
 export const intentsParams = (intents: readonly Intent[]): Record<IntentsParam, unknown> => ({
   intents: JSON.stringify(intents.map((intent, index) => ({ ord: index, txn_id: keyOf(intent), receipt: intent.receipt, operation: intent.operation, body: intent.body }))),
 });
@@ -169,7 +169,7 @@ export class Outbox {
     this.settings = { ...DEFAULT_OUTBOX, ...settings };
   }
 
-  /** Writes intents in `trx` (the receipt's transaction), in one statement ({@link INTENTS_CTE}). Idempotent on their keys. */
+  /** Writes intents in `trx` (the receipt's transaction), in one statement ({@link intentsCte}). Idempotent on their keys. */
   async write(trx: Knex.Transaction, intents: readonly Intent[]): Promise<void> {
     if (intents.length === 0) return;
     await runnerOf(trx)(WRITE.statement, WRITE.values(intentsParams(intents)));
