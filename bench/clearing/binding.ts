@@ -97,6 +97,8 @@ export async function startBinding(options: StartOptions): Promise<ChildBinding>
 export interface JsonAnswer {
   status: number;
   body: any;
+  /** The response headers, names in lower case. */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 /** The headers of a request without a body, and of one with a JSON body (undici adds its length). */
@@ -139,7 +141,7 @@ export class JsonClient {
     const answer = await this.pool.request({ method, path, headers, body: payload });
     const text = await answer.body.text();
     try {
-      return { status: answer.statusCode, body: text === '' ? null : JSON.parse(text) };
+      return { status: answer.statusCode, body: text === '' ? null : JSON.parse(text), headers: answer.headers };
     } catch (error) {
       throw new Error(`${method} ${path} answered ${answer.statusCode} with a body that is not JSON: ${text.slice(0, 200)} (${(error as Error).message})`);
     }

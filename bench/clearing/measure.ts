@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 /** Clock ticks per second of the times in /proc/stat and /proc/<pid>/stat (USER_HZ, 100 on Linux). */
 const TICKS_PER_S = 100;
 
-/** One operation of a client: `client` is the client's index, `n` its sequence number within the cell. */
-export type Operation = (client: number, n: number) => Promise<void>;
+/** One operation of a client: `client` is the client's index, `n` its sequence number within the cell, `measured` whether it started inside the measured window (after the warm-up). */
+export type Operation = (client: number, n: number, measured: boolean) => Promise<void>;
 
 /** What one cell measured: completed operations, their rate, latency percentiles, and who was busy. */
 export interface CellResult {
@@ -42,7 +42,7 @@ export interface CpuSubjects {
 }
 
 /** The value at nearest-rank percentile `p` (0..100) of `sorted` (ascending). */
-function percentile(sorted: readonly number[], p: number): number {
+export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
 }
@@ -81,7 +81,7 @@ export async function runCell(clients: number, seconds: number, warmup_s: number
     for (let n = 0; ; n++) {
       const t0 = performance.now();
       if (t0 >= stopAt_ms) return;
-      await operation(client, n);
+      await operation(client, n, t0 >= measureFrom_ms);
       if (t0 >= measureFrom_ms) latencies_ms.push(performance.now() - t0);
     }
   };

@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createMcpRuntime } from '../../src/runtimes/mcp.ts';
 import { JsonClient } from '../clearing/binding.ts';
-import { runCell, type CellResult, type Operation } from '../clearing/measure.ts';
+import { percentile, runCell, type CellResult, type Operation } from '../clearing/measure.ts';
 
 /** How long a child may take to print its first line. */
 const START_TIMEOUT_MS = 60_000;
@@ -131,6 +131,46 @@ async function settlementLag(db: pg.Client, from: string): Promise<SettlementLag
   return { settlements: rows[0].settlements, p50_ms: Number(rows[0].p50_ms), p99_ms: Number(rows[0].p99_ms), unapplied: (await db.query(pendingSql, [from])).rows[0].n };
 }
 
+/** The phases of a gateway call, in the order of its `Server-Timing` header (`src/gateway/server-timing.ts`). */
+const PHASE_COLUMNS = ['mandate', 'admit', 'reserve', 'hold', 'run', 'finish'] as const;
+
+/** The `Server-Timing` phases of a cell's measured calls, and the latency the client saw, in ms per call. */
+class PhaseTimings {
+  readonly #values = new Map<string, number[]>();
+
+  /** Adds one call: its header (`name;dur=ms, …, total;dur=ms`) and the latency the client saw. Throws on a header without `total`. */
+  add(header: string, latency_ms: number): void {
+    const phases = new Map(header.split(', ').map((entry) => {
+      const [name, duration] = entry.split(';dur=');
+      return [name, Number(duration)] as const;
+    }));
+    const total = phases.get('total');
+    if (total === undefined || Number.isNaN(total)) throw new Error(`a gateway answer without Server-Timing total: ${JSON.stringify(header)}`);
+    for (const [name, ms] of [...phases, ['outside', latency_ms - total] as const, ['latency', latency_ms] as const]) {
+      const list = this.#values.get(name) ?? [];
+      list.push(ms);
+      this.#values.set(name, list);
+    }
+  }
+
+  /** `mean / p50` of one phase, two decimals; a dash when no call had it. */
+  cell(name: string): string {
+    const { mean_ms, p50_ms } = this.#stats(name);
+    return mean_ms === undefined ? '-' : `${mean_ms.toFixed(2)} / ${p50_ms!.toFixed(2)}`;
+  }
+
+  /** Every phase's mean and p50 (for `BENCH_OUT`). */
+  summary(): Record<string, { mean_ms?: number; p50_ms?: number }> {
+    return Object.fromEntries([...this.#values.keys()].map((name) => [name, this.#stats(name)]));
+  }
+
+  #stats(name: string): { mean_ms?: number; p50_ms?: number } {
+    const values = [...(this.#values.get(name) ?? [])].sort((a, b) => a - b);
+    if (values.length === 0) return {};
+    return { mean_ms: values.reduce((sum, v) => sum + v, 0) / values.length, p50_ms: percentile(values, 50) };
+  }
+}
+
 /** Formats a number with `digits` decimals, or a dash. */
 const fixed = (value: number | undefined, digits: number) => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
 
@@ -155,17 +195,21 @@ async function main(): Promise<void> {
     await writeFile(path.join(agentDir, 'holon.yaml'), manifest(endpoint));
     await mkdir(path.join(work, 'data', 'mandates'), { recursive: true });
     const profileDir = process.env.BENCH_CPU_PROF_DIR;
-    gateway = await startChild('./gateway.ts', [String(portBase + 1), path.join(work, 'agents'), path.join(work, 'data')], process.env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+    const gatewayEnv = { ...process.env, HOLON_SERVER_TIMING: '1' };
+    gateway = await startChild('./gateway.ts', [String(portBase + 1), path.join(work, 'agents'), path.join(work, 'data')], gatewayEnv, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
     const { url: gatewayUrl, mandate } = JSON.parse(gateway.line) as { url: string; mandate: string };
     const http = new JsonClient(gatewayUrl, Math.max(...clientCounts));
     const runtime = createMcpRuntime();
     const target = { id: 'bench/echo', version: '1.0.0', runtime: { kind: 'mcp' as const, endpoint, tool: 'echo' } };
 
-    const viaGateway: Operation = async (client, n) => {
+    let timings: PhaseTimings = new PhaseTimings();
+    const viaGateway: Operation = async (client, n, measured) => {
+      const started_ms = performance.now();
       const answer = await http.post('/v0/calls', { mandate, agent: 'bench/echo', input: { client, n } });
       if (answer.status !== 200 || answer.body.receipt?.status !== 'succeeded' || answer.body.receipt?.billed !== true) {
         throw new Error(`call ${client}/${n} answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 400)}`);
       }
+      if (measured) timings.add(String(answer.headers['server-timing']), performance.now() - started_ms);
     };
     const direct: Operation = async (client, n) => {
       const outcome = await runtime.run({
@@ -184,14 +228,15 @@ async function main(): Promise<void> {
       postgresPids: async () => (await monitor.query('select pid from pg_stat_activity')).rows.map((r) => Number(r.pid)),
     };
     console.log(`# gateway benchmark: ${JSON.stringify({ cpus: os.availableParallelism(), node: process.version, loadavg: os.loadavg().map((l) => Number(l.toFixed(2))), seconds, warmup_s })}`);
-    const rows: Array<CellResult & { path: string; lag?: SettlementLag }> = [];
+    const rows: Array<CellResult & { path: string; lag?: SettlementLag; phases?: PhaseTimings }> = [];
     for (const clients of clientCounts) {
       for (const [name, op] of [['gateway', viaGateway], ['direct', direct]] as const) {
         const from = await dbNow(monitor);
+        timings = new PhaseTimings();
         const result = await runCell(clients, seconds, warmup_s, op, subjects);
         const lag = name === 'gateway' ? await settlementLag(monitor, from) : undefined;
         console.log(`${name} clients=${clients}: ${result.ops_per_s.toFixed(0)}/s p50 ${result.p50_ms.toFixed(2)} ms p99 ${result.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(result.cpu)}${lag ? ` settlement lag ${JSON.stringify(lag)}` : ''}`);
-        rows.push({ path: name, ...result, lag });
+        rows.push({ path: name, ...result, lag, ...(name === 'gateway' ? { phases: timings } : {}) });
       }
     }
     await http.close();
@@ -205,6 +250,10 @@ async function main(): Promise<void> {
           `${fixed(perCall(r.cpu?.postgres, r), 2)} | ${fixed(perCall(r.cpu?.bench, r), 2)} | ${fixed(r.cpu?.other, 2)} |`,
       );
     }
+    console.log(`\nWhere a gateway call's time goes (from its Server-Timing header), mean / p50 ms: ${PHASE_COLUMNS.join(', ')}, \`total\` (the gateway's call pipeline), and \`outside\` (the latency the client saw minus \`total\`: HTTP, routing, body parsing and checks, the answer's serialization, the network).`);
+    console.log(`\n| clients | ${PHASE_COLUMNS.join(' | ')} | total | outside | latency |`);
+    console.log(`|---:|${PHASE_COLUMNS.map(() => '---:').join('|')}|---:|---:|---:|`);
+    for (const r of rows) if (r.phases) console.log(`| ${r.clients} | ${[...PHASE_COLUMNS, 'total', 'outside', 'latency'].map((phase) => r.phases!.cell(phase)).join(' | ')} |`);
     const cellOf = (p: string, clients: number) => rows.find((r) => r.path === p && r.clients === clients);
     const overhead = (clients: number, key: 'p50_ms' | 'p99_ms') => {
       const g = cellOf('gateway', clients);
@@ -217,7 +266,7 @@ async function main(): Promise<void> {
         `billed_calls_per_s_16=${fixed(cellOf('gateway', 16)?.ops_per_s, 0)} ` +
         `settlement_lag_p50_ms_16=${fixed(cellOf('gateway', 16)?.lag?.p50_ms, 1)} settlement_lag_p99_ms_16=${fixed(cellOf('gateway', 16)?.lag?.p99_ms, 1)}`,
     );
-    if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ rows }, null, 2));
+    if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ rows: rows.map(({ phases, ...row }) => ({ ...row, ...(phases ? { phases: phases.summary() } : {}) })) }, null, 2));
   } finally {
     await stopChild(gateway);
     await stopChild(agent);

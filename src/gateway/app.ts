@@ -69,10 +69,11 @@ export interface GatewayAppExtension {
   cross_origin?: HostGateOptions['cross_origin'];
 }
 
-/** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`. */
+/** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`; `Retry-After` and `Server-Timing` when the result has them. */
 export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
   ctx.status = result.http;
   if (result.retry_after_s !== undefined) ctx.set('Retry-After', String(result.retry_after_s));
+  if (result.server_timing !== undefined) ctx.set('Server-Timing', result.server_timing);
   const receipt = await gateway.tree(result.receipt);
   if (result.http === 200) return { output: result.output, receipt };
   if (result.http === 202) return { approval: approvalView(result.approval!, currency), receipt };

@@ -27,6 +27,7 @@ import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from '
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
 import { costView, nextReceiptId, now, readReceipt, receiptParams, saveReceipt, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptTree } from './receipts.ts';
 import { FINISH_CALL, RESERVE_CALL } from './call-writes.ts';
+import { PhaseClock } from './server-timing.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
 
 /** A call as `POST /v0/calls` takes it (gateway §5); `max_cost` is a decimal string in the mandate's currency. */
@@ -60,6 +61,8 @@ export interface CallResult {
   total_micros: Micros;
   /** Seconds the caller should wait before trying again (`Retry-After`), on a 503 that will pass. */
   retry_after_s?: number;
+  /** The call's phases as a `Server-Timing` value, when the gateway records them (`server-timing.ts`); root calls only. */
+  server_timing?: string;
 }
 
 /**
@@ -96,6 +99,8 @@ export interface GatewayDeps {
   gateway_id: string;
   /** This process's lease id (`gateway_processes`), recorded on every call it runs (issue 12 §4). */
   process_id: number;
+  /** Record each root call's phases for a `Server-Timing` header (`HOLON_SERVER_TIMING`); default off. */
+  server_timing?: boolean;
 }
 
 /**
@@ -127,6 +132,8 @@ interface Call {
   worst?: Extract<WorstCase, { ok: true }>;
   /** The input's file links (gateway §6 `_meta["holon/files"]`). */
   files?: Record<string, FileLink>;
+  /** The phases' wall times, when recorded (a root call under `server_timing`). */
+  clock: PhaseClock | null;
 }
 
 /** A refusal that ends a call before it runs: its receipt status, HTTP status and error. */
@@ -177,14 +184,17 @@ export class Gateway {
    */
   async call(request: CallRequest, options: CallOptions = {}): Promise<CallResult> {
     const { db } = this.deps;
+    const clock = this.deps.server_timing && !options.parent ? new PhaseClock() : null;
     const derived = options.parent?.sub;
     // A root call's receipt id is drawn in the statement that reads its mandate.
     const loaded = derived?.id === request.mandate ? null : await loadMandate(db, request.mandate, { receipt_id: options.receipt === undefined });
     const mandate = loaded ?? (derived?.id === request.mandate ? derived : null);
     if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
     const id = options.receipt ?? loaded?.receipt_id ?? (await nextReceiptId(db));
+    clock?.mark('mandate');
     const call: Call = {
       id,
+      clock,
       started_ms: Date.now(),
       request,
       options,
@@ -213,6 +223,13 @@ export class Gateway {
         created_at: now(),
       },
     };
+    const result = await this.steps(call);
+    if (clock) result.server_timing = clock.header();
+    return result;
+  }
+
+  /** The steps of gateway §1 after the mandate read: a refusal (`Stop`) ends them with its receipt. */
+  private async steps(call: Call): Promise<CallResult> {
     try {
       this.parseRequest(call);
       await this.resolve(call);
@@ -436,11 +453,13 @@ export class Gateway {
 
     const payer = manifest.downstream?.mode === 'included' ? manifest.id.split('/')[0] : call.receipt.payer;
     const { stored: sub, params: subParams } = subMandateParams(subDocument ? { document: subDocument, parent: call.mandate.id, payer } : null);
+    call.clock?.mark('admit');
     const reserved = await this.writeCall(call, null, RESERVE_CALL, {
       ...reserveParams(call.mandate, call.id, worst.worst_case_micros),
       ...subParams,
       ...receiptParams(call.receipt, this.rootMandate(call), { running: { hold_id: holdId, process: this.deps.process_id } }),
     });
+    call.clock?.mark('reserve');
     if (!reserved) {
       const figures = await budgetOf(db, call.mandate.id, call.mandate.mandate.budget.total_micros);
       throw new Stop('denied', 403, 'over_budget', `worst case ${formatMoney(worst.worst_case_micros)} ${call.receipt.currency} exceeds the remaining budget ${formatMoney(figures.remaining_micros)} ${call.receipt.currency} of mandate ${call.mandate.id}`);
@@ -461,6 +480,7 @@ export class Gateway {
       }
     }
 
+    if (holdId) call.clock?.mark('hold');
     try {
       return await this.runAndSettle(call, sub, holdId);
     } catch (error) {
@@ -549,6 +569,7 @@ export class Gateway {
     open = false;
     // §3: a run is not settled until all its downstream calls have, including those still in flight after a timeout.
     const settledChildren = await Promise.all(children);
+    call.clock?.mark('run');
     // What this call's payer paid for them: passthrough children only (an `included` orchestrator pays its own).
     const downstream_micros = settledChildren.filter((child) => child.receipt.payer === call.receipt.payer).reduce((sum, child) => sum + child.total_micros, 0);
 
@@ -626,6 +647,7 @@ export class Gateway {
       measured_success: result.succeeded ? 1 : 0,
       ...closeParams(call.id, total_micros),
     });
+    call.clock?.mark('finish');
     if (!written) {
       const closed = (await readReceipt(this.deps.db, call.id))!;
       this.deps.logger.error({ receipt: call.id }, 'a call finished after restart recovery closed it: its outcome is not billed');

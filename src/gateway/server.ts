@@ -28,6 +28,7 @@ import { Gateway, type GatewayDeps } from './lifecycle.ts';
 import { storeMandate } from './mandates.ts';
 import { Outbox, outboxSettingsFromEnv, type OutboxSettings } from './outbox.ts';
 import { leaseFromEnv, ProcessLease } from './processes.ts';
+import { serverTimingFromEnv } from './server-timing.ts';
 import { recoverDead } from './recovery.ts';
 import { startAgentsHost } from './agents-host.ts';
 import { Registry } from './registry.ts';
@@ -106,6 +107,8 @@ export interface GatewayServerOptions {
   logger?: Logger;
   /** How long this process's lease lasts without a heartbeat, seconds (default `HOLON_PROCESS_LEASE_S`, else 30; `processes.ts`). */
   lease_s?: number;
+  /** Answer each call with a `Server-Timing` header of its phases (default `HOLON_SERVER_TIMING`, else off; `server-timing.ts`). */
+  server_timing?: boolean;
   /**
    * Called when this process loses its lease (it expired, or the lock connection died): another
    * process may be closing its calls. Default: a fatal log line and exit code 1.
@@ -233,6 +236,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   const hostPort = options.agents_host_port === undefined ? agentsPortFromEnv() : options.agents_host_port;
   const targetOf = (dir: string): DatabaseTarget => (options.database_url ? { url: options.database_url } : targetFromEnv(dir));
   const lease_s = options.lease_s ?? leaseFromEnv();
+  const server_timing = options.server_timing ?? serverTimingFromEnv();
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
     binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger });
@@ -275,7 +279,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     runtimeFor: (agent) => (agent.published && publishedRuntimes ? publishedRuntimes : runtimes).runtimeFor(agent.loaded.manifest.runtime.kind),
     credentialFor: async (agent) => (agent.published && published ? published.credential(db, agent.loaded.manifest.id) : null),
   };
-  const gateway = new Gateway({ db, registry, clearing, outbox, ...agents, logger, gateway_id, process_id: lease.id });
+  const gateway = new Gateway({ db, registry, clearing, outbox, ...agents, logger, gateway_id, process_id: lease.id, server_timing });
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);

@@ -110,6 +110,8 @@ export interface TestGatewayOptions {
   clearing_timeouts?: ClearingTimeouts;
   /** How the outbox posts (default: `startGateway`'s). */
   outbox?: Partial<OutboxSettings>;
+  /** Answer calls with `Server-Timing` (default: off, whatever the environment says). */
+  server_timing?: boolean;
 }
 
 /** Where test data lives: memory-backed `/dev/shm` when there is one (copies and fsyncs cost nothing), else the temp directory. */
@@ -203,6 +205,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
       ...(options.clearing_timeouts ? { clearing_timeouts: options.clearing_timeouts } : {}),
       ...(options.outbox ? { outbox: options.outbox } : {}),
+      server_timing: options.server_timing ?? false,
       logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
     });
   } catch (error) {

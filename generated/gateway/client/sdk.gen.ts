@@ -69,7 +69,7 @@ export const readAgent = <ThrowOnError extends boolean = false>(options: Options
 /**
  * Call an agent or a capability (gateway §1, §5)
  *
- * 200 when the call succeeded, 202 when it is pending approval, 403 when denied, 422 when the input is rejected, 502 when the agent failed. Every answer carries the receipt. Hosted (gateway §7): human or agent key; with an agent key, `mandate` must be the key's mandate. `Idempotency-Key` (per API key): a key already used answers the original receipt with `replayed: true` and `output: null` and runs nothing; a key whose call is running, or was interrupted by a restart, answers 409; the same key with a different body answers 422 `idempotency_key_reused`.
+ * 200 when the call succeeded, 202 when it is pending approval, 403 when denied, 422 when the input is rejected, 502 when the agent failed. Every answer carries the receipt. Hosted (gateway §7): human or agent key; with an agent key, `mandate` must be the key's mandate. `Idempotency-Key` (per API key): a key already used answers the original receipt with `replayed: true` and `output: null` and runs nothing; a key whose call is running, or was interrupted by a restart, answers 409; the same key with a different body answers 422 `idempotency_key_reused`. With `HOLON_SERVER_TIMING=1` the answer carries a `Server-Timing` header: the wall time of each phase the call went through (`mandate`, `admit`, `reserve`, `hold`, `run`, `finish`) and `total`, in ms.
  */
 export const call = <ThrowOnError extends boolean = false>(options: Options<CallData, ThrowOnError>) => (options.client ?? client).post<CallResponses, CallErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
