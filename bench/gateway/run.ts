@@ -187,6 +187,7 @@ async function main(): Promise<void> {
   await monitor.connect();
   let agent: Child | null = null;
   let gateway: Child | null = null;
+  let floor: Child | null = null;
   try {
     agent = await startChild('./agent.ts', [String(portBase)], process.env);
     const endpoint = agent.line.replace('listening on ', '');
@@ -198,6 +199,8 @@ async function main(): Promise<void> {
     const gatewayEnv = { ...process.env, HOLON_SERVER_TIMING: '1' };
     gateway = await startChild('./gateway.ts', [String(portBase + 1), path.join(work, 'agents'), path.join(work, 'data')], gatewayEnv, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
     const { url: gatewayUrl, mandate } = JSON.parse(gateway.line) as { url: string; mandate: string };
+    floor = await startChild('./floor.ts', [String(portBase + 2), endpoint], process.env);
+    const floorHttp = new JsonClient(floor.line.replace('listening on ', ''), Math.max(...clientCounts));
     const http = new JsonClient(gatewayUrl, Math.max(...clientCounts));
     const runtime = createMcpRuntime();
     const target = { id: 'bench/echo', version: '1.0.0', runtime: { kind: 'mcp' as const, endpoint, tool: 'echo' } };
@@ -211,6 +214,10 @@ async function main(): Promise<void> {
       }
       if (measured) timings.add(String(answer.headers['server-timing']), performance.now() - started_ms);
     };
+    const viaFloor: Operation = async (client, n) => {
+      const answer = await floorHttp.post('/call', { client, n });
+      if (answer.status !== 200) throw new Error(`floor call ${client}/${n} answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 400)}`);
+    };
     const direct: Operation = async (client, n) => {
       const outcome = await runtime.run({
         target,
@@ -223,23 +230,24 @@ async function main(): Promise<void> {
       });
       if (outcome.kind !== 'output') throw new Error(`direct call ${client}/${n}: ${JSON.stringify(outcome)}`);
     };
-    const subjects = {
-      bindingPid: gateway.process.pid!,
+    const subjectsOf = (server: Child) => ({
+      bindingPid: server.process.pid!,
       postgresPids: async () => (await monitor.query('select pid from pg_stat_activity')).rows.map((r) => Number(r.pid)),
-    };
+    });
     console.log(`# gateway benchmark: ${JSON.stringify({ cpus: os.availableParallelism(), node: process.version, loadavg: os.loadavg().map((l) => Number(l.toFixed(2))), seconds, warmup_s })}`);
     const rows: Array<CellResult & { path: string; lag?: SettlementLag; phases?: PhaseTimings }> = [];
     for (const clients of clientCounts) {
-      for (const [name, op] of [['gateway', viaGateway], ['direct', direct]] as const) {
+      for (const [name, op, server] of [['gateway', viaGateway, gateway], ['floor', viaFloor, floor], ['direct', direct, gateway]] as const) {
         const from = await dbNow(monitor);
         timings = new PhaseTimings();
-        const result = await runCell(clients, seconds, warmup_s, op, subjects);
+        const result = await runCell(clients, seconds, warmup_s, op, subjectsOf(server));
         const lag = name === 'gateway' ? await settlementLag(monitor, from) : undefined;
         console.log(`${name} clients=${clients}: ${result.ops_per_s.toFixed(0)}/s p50 ${result.p50_ms.toFixed(2)} ms p99 ${result.p99_ms.toFixed(2)} ms cpu ${JSON.stringify(result.cpu)}${lag ? ` settlement lag ${JSON.stringify(lag)}` : ''}`);
         rows.push({ path: name, ...result, lag, ...(name === 'gateway' ? { phases: timings } : {}) });
       }
     }
     await http.close();
+    await floorHttp.close();
     await runtime.close();
     console.log('\n| path | clients | calls/s | p50 ms | p99 ms | settlement lag p50 ms | p99 ms | CPU ms/call gateway | postgres | bench (clients, agent) | CPU other (cores) |');
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
@@ -255,8 +263,8 @@ async function main(): Promise<void> {
     console.log(`|---:|${PHASE_COLUMNS.map(() => '---:').join('|')}|---:|---:|---:|`);
     for (const r of rows) if (r.phases) console.log(`| ${r.clients} | ${[...PHASE_COLUMNS, 'total', 'outside', 'latency'].map((phase) => r.phases!.cell(phase)).join(' | ')} |`);
     const cellOf = (p: string, clients: number) => rows.find((r) => r.path === p && r.clients === clients);
-    const overhead = (clients: number, key: 'p50_ms' | 'p99_ms') => {
-      const g = cellOf('gateway', clients);
+    const overhead = (clients: number, key: 'p50_ms' | 'p99_ms', over = 'gateway') => {
+      const g = cellOf(over, clients);
       const d = cellOf('direct', clients);
       return g && d ? g[key] - d[key] : undefined;
     };
@@ -264,10 +272,12 @@ async function main(): Promise<void> {
       `\ngateway_overhead_p50_ms_1=${fixed(overhead(1, 'p50_ms'), 2)} gateway_overhead_p99_ms_1=${fixed(overhead(1, 'p99_ms'), 2)} ` +
         `gateway_overhead_p50_ms_16=${fixed(overhead(16, 'p50_ms'), 2)} gateway_overhead_p99_ms_16=${fixed(overhead(16, 'p99_ms'), 2)} ` +
         `billed_calls_per_s_16=${fixed(cellOf('gateway', 16)?.ops_per_s, 0)} ` +
-        `settlement_lag_p50_ms_16=${fixed(cellOf('gateway', 16)?.lag?.p50_ms, 1)} settlement_lag_p99_ms_16=${fixed(cellOf('gateway', 16)?.lag?.p99_ms, 1)}`,
+        `settlement_lag_p50_ms_16=${fixed(cellOf('gateway', 16)?.lag?.p50_ms, 1)} settlement_lag_p99_ms_16=${fixed(cellOf('gateway', 16)?.lag?.p99_ms, 1)} ` +
+        `floor_overhead_p50_ms_1=${fixed(overhead(1, 'p50_ms', 'floor'), 2)} floor_overhead_p50_ms_16=${fixed(overhead(16, 'p50_ms', 'floor'), 2)}`,
     );
     if (process.env.BENCH_OUT) await writeFile(process.env.BENCH_OUT, JSON.stringify({ rows: rows.map(({ phases, ...row }) => ({ ...row, ...(phases ? { phases: phases.summary() } : {}) })) }, null, 2));
   } finally {
+    await stopChild(floor);
     await stopChild(gateway);
     await stopChild(agent);
     await monitor.end();
