@@ -6,8 +6,9 @@
  * - {@link RESERVE_CALL}: the worst case in the mandate's budget, the reservation, the derived
  *   sub-mandate (if any) and the `running` receipt, all only when the budget covers it;
  * - {@link FINISH_CALL}: the final receipt (fenced: only over a receipt still `running`), its
- *   journal event, its settlement intents, the agent's measured record and the reservation
- *   closed at what was spent, all only when the receipt was written.
+ *   journal event, its settlement intents (claimed by the writer, who posts them once it
+ *   commits), the agent's measured record and the reservation closed at what was spent, all only
+ *   when the receipt was written.
  *
  * Each answers a row exactly when the call's receipt was written. Without a recorder the
  * statement commits as soon as it ends, so the rows every call of an agent or a mandate shares
@@ -17,7 +18,7 @@
 import { namedStatement } from '../db/raw-sql.ts';
 import { measuredCte, type MeasuredParam } from './catalogue.ts';
 import { closeCtes, RESERVE_CTES, SUB_MANDATE_CTE, type CloseParam, type ReserveParam, type SubMandateParam } from './mandates.ts';
-import { intentsCte, type IntentsParam } from './outbox.ts';
+import { CLAIMED_INTENTS_SQL, intentsCte, type IntentsParam } from './outbox.ts';
 import { receiptCtes, type ReceiptParam } from './receipts.ts';
 
 /** Reserve, store the sub-mandate and write the `running` receipt (see the module comment); a row when reserved. */
@@ -26,8 +27,12 @@ export const RESERVE_CALL = namedStatement<ReserveParam | SubMandateParam | Rece
   `WITH ${RESERVE_CTES}, ${SUB_MANDATE_CTE}, ${receiptCtes('reserved')} SELECT id FROM reserved`,
 );
 
-/** Write the final receipt with its intents, measured record and closed reservation (see the module comment); a row when written. */
+/**
+ * Write the final receipt with its intents, measured record and closed reservation (see the
+ * module comment); a row when written, whose `claimed` lists the intents it wrote (claimed for
+ * posting when `:claim_ms` is set).
+ */
 export const FINISH_CALL = namedStatement<ReceiptParam | IntentsParam | MeasuredParam | CloseParam>(
   'holon_gateway_finish_call',
-  `WITH ${receiptCtes(null)}, ${intentsCte('written')}, ${measuredCte('written')}, ${closeCtes('written')} SELECT id FROM written`,
+  `WITH ${receiptCtes(null)}, ${intentsCte('written')}, ${measuredCte('written')}, ${closeCtes('written')} SELECT id, ${CLAIMED_INTENTS_SQL} AS claimed FROM written`,
 );

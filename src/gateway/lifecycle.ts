@@ -260,18 +260,19 @@ export class Gateway {
   /**
    * Runs `write`, one statement that writes the call's receipt with whatever goes with it, and,
    * in the same transaction, what `options.record` records with the receipt; without a recorder
-   * the statement is its own transaction (one round trip). Answers whether the receipt was
-   * written (`write` answered a row); nothing is recorded when it was not.
+   * the statement is its own transaction (one round trip). Answers the row `write` answered when
+   * the receipt was written, else null (and nothing is recorded).
    */
-  private async writeCall<P extends string>(call: Call, http: CallResult['http'] | null, write: NamedStatement<P>, params: Record<P, unknown>): Promise<boolean> {
+  private async writeCall<P extends string>(call: Call, http: CallResult['http'] | null, write: NamedStatement<P>, params: Record<P, unknown>): Promise<Record<string, any> | null> {
     const { db } = this.deps;
     const values = write.values(params);
     const record = call.options.record;
-    if (!record) return (await rawQuery(db, write.statement, values)).length > 0;
+    if (!record) return (await rawQuery(db, write.statement, values))[0] ?? null;
     return db.transaction(async (trx) => {
-      if ((await transactionRunner(trx)(write.statement, values)).length === 0) return false;
+      const [row] = await transactionRunner(trx)(write.statement, values);
+      if (!row) return null;
       await record(trx, call.receipt, http);
-      return true;
+      return row;
     });
   }
 
@@ -640,20 +641,30 @@ export class Gateway {
     const http = result.succeeded ? 200 : 502;
     // Fenced (issue 12 §4): a receipt no longer `running` was closed by restart recovery, which
     // took this process for dead and released the budget and the hold: nothing may be billed now.
-    const written = await this.writeCall(call, http, FINISH_CALL, {
-      ...receiptParams(call.receipt, this.rootMandate(call), { only_running: true }),
-      ...intentsParams(intents),
-      measured_agent: manifest.id,
-      measured_success: result.succeeded ? 1 : 0,
-      ...closeParams(call.id, total_micros),
-    });
+    // The statement claims the intents for this process to post once it commits, saving a round trip (issue 12 §3).
+    const claim = intents.length > 0 ? this.deps.outbox.claimForPosting() : null;
+    let written: Record<string, any> | null;
+    try {
+      written = await this.writeCall(call, http, FINISH_CALL, {
+        ...receiptParams(call.receipt, this.rootMandate(call), { only_running: true }),
+        ...intentsParams(intents, claim?.lease_ms ?? null),
+        measured_agent: manifest.id,
+        measured_success: result.succeeded ? 1 : 0,
+        ...closeParams(call.id, total_micros),
+      });
+    } catch (error) {
+      claim?.cancel();
+      throw error;
+    }
     call.clock?.mark('finish');
     if (!written) {
+      claim?.cancel();
       const closed = (await readReceipt(this.deps.db, call.id))!;
       this.deps.logger.error({ receipt: call.id }, 'a call finished after restart recovery closed it: its outcome is not billed');
       return { http: 502, receipt: closed, error: closed.error ?? undefined, total_micros: 0 };
     }
-    if (intents.length > 0) this.deps.outbox.postReceipt(call.id);
+    if (claim) claim.post(written.claimed, intents.filter((intent) => intent.operation === 'settle').length);
+    else if (intents.length > 0) this.deps.outbox.postReceipt(call.id);
     return { http, receipt: call.receipt, output: result.output, error: result.error ?? undefined, total_micros };
   }
 

@@ -7,7 +7,8 @@
  * reason and kept, listed by `GET /v0/settlements?status=abandoned`.
  *
  * Keeping pace (issue 12 §3): a call's intents are posted as soon as its receipt's transaction
- * commits ({@link Outbox.postReceipt}), not on the next poll. The poll is the retry path: it
+ * commits, not on the next poll: claimed by the very statement that writes them
+ * ({@link Outbox.claimForPosting}), or by one more ({@link Outbox.postReceipt}). The poll is the retry path: it
  * claims due intents in batches and posts them, several receipts at once. Several gateway
  * processes may share one Postgres (issue 12 §4): an intent is posted by whoever holds its claim,
  * a lease (`claimed_until`) taken with `FOR UPDATE SKIP LOCKED`, so two posters never post it at
@@ -103,28 +104,49 @@ export function outboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Par
 
 const keyOf = (intent: Intent) => (intent.operation === 'settle' ? intent.body.txnId : `release:${intent.body.holdId}`);
 
-/** The parameter of {@link intentsCte}: the intents as a JSON array. */
-export type IntentsParam = 'intents';
+/** The parameters of {@link intentsCte}: the intents as a JSON array, and the claim's lease in ms (null: written unclaimed). */
+export type IntentsParam = 'intents' | 'claim_ms';
 
-/** The parameter of {@link intentsCte} for `intents`. */
-export const intentsParams = (intents: readonly Intent[]): Record<IntentsParam, unknown> => ({
+/** The parameters of {@link intentsCte} for `intents`, claimed for `claim_ms` when given (a {@link PostingClaim}'s lease). */
+export const intentsParams = (intents: readonly Intent[], claim_ms: number | null = null): Record<IntentsParam, unknown> => ({
   intents: JSON.stringify(intents.map((intent, index) => ({ ord: index, txn_id: keyOf(intent), receipt: intent.receipt, operation: intent.operation, body: intent.body }))),
+  claim_ms,
 });
 
 /**
- * Writing settlement intents as a CTE (`intents`), pending and due now, in the order given (their
- * `seq`, the order they are posted in), for a statement that writes them with their receipt;
- * idempotent on their keys. `guard`: a CTE that must have a row for them to be written.
+ * Writing settlement intents as a CTE (`intents`, returning the rows it wrote), pending and due
+ * now, in the order given (their `seq`, the order they are posted in), for a statement that
+ * writes them with their receipt; idempotent on their keys (a key already written is neither
+ * written nor returned). With `:claim_ms`, the writer claims them in the same statement, to post
+ * them itself once it commits. `guard`: a CTE that must have a row for them to be written.
  */
 export const intentsCte = (guard: string | null) => `intents AS (
-    INSERT INTO gateway_settlement_intents (txn_id, receipt, operation, body, status, next_attempt_at)
-    SELECT i.txn_id, i.receipt, i.operation, i.body, 'pending', clock_timestamp()
+    INSERT INTO gateway_settlement_intents (txn_id, receipt, operation, body, status, next_attempt_at, claimed_until)
+    SELECT i.txn_id, i.receipt, i.operation, i.body, 'pending', clock_timestamp(), clock_timestamp() + (:claim_ms::integer * interval '1 millisecond')
     FROM jsonb_to_recordset(:intents::jsonb) AS i(ord integer, txn_id text, receipt text, operation text, body jsonb)${guard ? `
     WHERE EXISTS (SELECT 1 FROM ${guard})` : ''}
     ORDER BY i.ord
-    ON CONFLICT (txn_id) DO NOTHING)`;
+    ON CONFLICT (txn_id) DO NOTHING
+    RETURNING *)`;
+
+/** The rows {@link intentsCte} wrote, as one JSON array in `seq` order, for a statement's answer. */
+export const CLAIMED_INTENTS_SQL = `(SELECT coalesce(jsonb_agg(to_jsonb(intents) ORDER BY intents.seq), '[]'::jsonb) FROM intents)`;
 
 const WRITE = namedStatement<IntentsParam>('holon_gateway_write_intents', `WITH ${intentsCte(null)} SELECT 1`);
+
+/**
+ * A place among the posts made right after their receipts (at most `concurrency`), taken before
+ * the statement that writes the intents, so that statement claims them (`lease_ms`) and the
+ * writer posts them without another round trip. Exactly one of `post` and `cancel` must follow.
+ */
+export interface PostingClaim {
+  /** The lease to claim the intents with ({@link intentsParams}). */
+  lease_ms: number;
+  /** Posts the rows the statement wrote and claimed (its {@link CLAIMED_INTENTS_SQL} answer), in order; `settlements` is how many settle intents it was given. */
+  post(rows: unknown, settlements: number): void;
+  /** Gives the place back: the statement wrote nothing, or failed. */
+  cancel(): void;
+}
 
 /** Claims the unclaimed pending intents of one receipt for `:lease_ms`, with the count of its pending settlements (the right-after-the-receipt path). */
 const CLAIM_RECEIPT = namedStatement<'lease_ms' | 'receipt'>(
@@ -157,6 +179,8 @@ export class Outbox {
   private timer: NodeJS.Timeout | null = null;
   /** Posts started right after a receipt, at most `concurrency` at once. */
   private readonly immediate = new Set<Promise<void>>();
+  /** Places taken by {@link claimForPosting} whose statement has not ended yet. */
+  private claiming = 0;
   private pending: { count: number; at_ms: number } | null = null;
   private counting: Promise<number> | null = null;
 
@@ -181,15 +205,53 @@ export class Outbox {
    * already in flight, it leaves them to a pass of the retry path, started at once.
    */
   postReceipt(receipt: string): void {
-    if (this.immediate.size >= this.settings.concurrency) {
-      void this.drain().catch((error) => this.logger.error({ err: error }, 'settlement pass failed'));
+    if (this.immediate.size + this.claiming >= this.settings.concurrency) {
+      this.drainSoon();
       return;
     }
-    const posting: Promise<void> = this.claimReceipt(receipt)
+    this.startPosting(this.claimReceipt(receipt), receipt);
+  }
+
+  /**
+   * A place to post a receipt's intents right after the statement that writes them (and claims
+   * them: {@link PostingClaim}), or null when `concurrency` posts are in flight or promised: then
+   * write them unclaimed and call {@link postReceipt}, which leaves them to the retry path.
+   */
+  claimForPosting(): PostingClaim | null {
+    if (this.immediate.size + this.claiming >= this.settings.concurrency) return null;
+    this.claiming++;
+    let open = true;
+    const close = () => {
+      if (!open) throw new Error('a posting claim was already used');
+      open = false;
+      this.claiming--;
+    };
+    return {
+      lease_ms: this.settings.lease_ms,
+      post: (claimed, settlements) => {
+        close();
+        const rows = (typeof claimed === 'string' ? JSON.parse(claimed) : claimed) as Row[];
+        if (rows.length === 0) return;
+        // Every pending settlement of the receipt is among them unless one was written before (a key already taken).
+        const all_settlements = rows.filter((row) => row.operation === 'settle').length === settlements;
+        this.startPosting(Promise.resolve({ rows, all_settlements }), rows[0].receipt);
+      },
+      cancel: close,
+    };
+  }
+
+  /** Posts a receipt's claimed intents, tracked among the immediate posts. Never throws. */
+  private startPosting(claimed: Promise<{ rows: Row[]; all_settlements: boolean }>, receipt: string): void {
+    const posting: Promise<void> = claimed
       .then(({ rows, all_settlements }) => this.postGroup(rows, all_settlements))
       .catch((error) => this.logger.error({ err: error, receipt }, 'posting a settlement failed'))
       .finally(() => this.immediate.delete(posting));
     this.immediate.add(posting);
+  }
+
+  /** Starts a pass of the retry path now (for intents no immediate post took, and on the timer). Never throws. */
+  private drainSoon(): void {
+    void this.drain().catch((error) => this.logger.error({ err: error }, 'settlement pass failed'));
   }
 
   /** Waits for the posts in flight, then posts every due intent (coalescing concurrent requests); resolves when done. */
@@ -212,10 +274,9 @@ export class Outbox {
 
   /** Starts posting due intents every `poll_ms` (retries across restarts start here). */
   start(): void {
-    const drain = () => void this.drain().catch((error) => this.logger.error({ err: error }, 'settlement pass failed'));
-    this.timer = setInterval(drain, this.settings.poll_ms);
+    this.timer = setInterval(() => this.drainSoon(), this.settings.poll_ms);
     this.timer.unref();
-    drain();
+    this.drainSoon();
   }
 
   /** Stops the timer and waits for the posts and the pass in progress. */
