@@ -192,3 +192,21 @@ test('at start-up a restarted gateway frees the claims its crashed predecessor h
   await outbox.drain();
   assert.deepEqual(standIn.posts, ['settle settle:r1', 'release hold:r1']);
 });
+
+test('immediate posts are bounded from the claim on: with concurrency 2 a third claim is refused until a place is given back or posted; a claim is used once', () => {
+  // Nothing here reaches the database or the binding: the claims post no rows.
+  const outbox = new Outbox(null as never, null as never, pino({ level: 'silent' }), { poll_ms: HOUR_MS, concurrency: 2, lease_ms: 45_000 });
+  const first = outbox.claimForPosting();
+  const second = outbox.claimForPosting();
+  assert.ok(first && second);
+  assert.equal(first.lease_ms, 45_000);
+  assert.equal(outbox.claimForPosting(), null);
+  first.cancel();
+  const third = outbox.claimForPosting();
+  assert.ok(third);
+  assert.throws(() => first.cancel(), /a posting claim was already used/);
+  assert.throws(() => first.post([], 0), /a posting claim was already used/);
+  assert.equal(outbox.claimForPosting(), null);
+  second.post([], 1);
+  assert.ok(outbox.claimForPosting());
+});
