@@ -9,7 +9,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { migrationSource } from '../migrations/index.ts';
 import type { Database } from '../src/db/index.ts';
-import { budgetOf, closeReservation, loadMandate, reserveBudget, storeMandate, type StoredMandate } from '../src/gateway/mandates.ts';
+import { rawQuery } from '../src/db/raw-sql.ts';
+import { RESERVE_CALL } from '../src/gateway/call-writes.ts';
+import { budgetOf, closeReservation, loadMandate, reserveParams, storeMandate, subMandateParams, type StoredMandate } from '../src/gateway/mandates.ts';
+import { costView, now, receiptParams, type Receipt } from '../src/gateway/receipts.ts';
 import { openFreshDatabase } from './helpers/clearing.ts';
 
 let db: Database;
@@ -24,6 +27,37 @@ after(() => dispose());
 /** A root mandate of `total` EUR (a decimal string) paid by `dev`. */
 function document(id: string, total: string) {
   return { id, issuer: 'dev', grantee: `${id}-grantee`, allow: { agents: ['*'] }, budget: { total, currency: 'EUR' } };
+}
+
+/**
+ * Reserves `worst_case_micros` under `mandate` for the call `id` as the gateway does, with
+ * RESERVE_CALL (the budget, the reservation and the `running` receipt in one statement); true
+ * when it fit.
+ */
+async function reserve(mandate: StoredMandate, id: string, worst_case_micros: number): Promise<boolean> {
+  const receipt: Receipt = {
+    id,
+    parent: null,
+    mandate: mandate.id,
+    caller: mandate.mandate.grantee,
+    agent: 'gt/run@1.0.0',
+    capability: null,
+    status: 'running',
+    approval: null,
+    worst_case: null,
+    currency: 'EUR',
+    payer: mandate.payer,
+    sub_mandate: null,
+    billed: false,
+    cost: costView(0, 0),
+    splits: [],
+    children: [],
+    duration_ms: 0,
+    error: null,
+    created_at: now(),
+  };
+  const params = { ...reserveParams(mandate, id, worst_case_micros), ...subMandateParams(null).params, ...receiptParams(receipt, mandate.id, { running: { hold_id: null, process: 1 } }) };
+  return (await rawQuery(db.knex, RESERVE_CALL.statement, RESERVE_CALL.values(params))).length === 1;
 }
 
 test('migration 013 fills in reserved and spent from the reservations stored before it', async () => {
@@ -48,13 +82,13 @@ test('migration 013 fills in reserved and spent from the reservations stored bef
 test('reserving and closing move the figures exactly; what exactly remains fits, one micro-unit more is refused and writes nothing', async () => {
   const knex = db.knex;
   const mandate: StoredMandate = await storeMandate(knex, document('dev/exact-figures', '0.30'), { parent: null, payer: 'dev' });
-  assert.deepEqual(await knex.transaction((trx) => reserveBudget(trx, mandate, 'rf1', 200_000)), { ok: true });
-  assert.deepEqual(await knex.transaction((trx) => reserveBudget(trx, mandate, 'rf2', 100_001)), {
-    ok: false,
-    figures: { total_micros: 300_000, spent_micros: 0, reserved_micros: 200_000, remaining_micros: 100_000 },
-  });
+  assert.equal(await reserve(mandate, 'rf1', 200_000), true);
+  assert.equal(await reserve(mandate, 'rf2', 100_001), false);
+  assert.deepEqual(await budgetOf(knex, mandate.id, 300_000), { total_micros: 300_000, spent_micros: 0, reserved_micros: 200_000, remaining_micros: 100_000 });
   assert.equal(await knex('gateway_reservations').where({ receipt: 'rf2' }).first(), undefined);
-  assert.deepEqual(await knex.transaction((trx) => reserveBudget(trx, mandate, 'rf2', 100_000)), { ok: true });
+  assert.equal(await knex('gateway_receipts').where({ id: 'rf2' }).first(), undefined);
+  assert.equal(await reserve(mandate, 'rf2', 100_000), true);
+  assert.equal((await knex('gateway_receipts').where({ id: 'rf2' }).first('status')).status, 'running');
   await knex.transaction((trx) => closeReservation(trx, 'rf1', 120_000));
   await knex.transaction((trx) => closeReservation(trx, 'rf2', null));
   assert.deepEqual(await budgetOf(knex, mandate.id, 300_000), { total_micros: 300_000, spent_micros: 120_000, reserved_micros: 0, remaining_micros: 180_000 });

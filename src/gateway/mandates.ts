@@ -138,23 +138,6 @@ export function subMandateParams(sub: { document: Record<string, any>; parent: s
   };
 }
 
-const RESERVE = namedStatement<ReserveParam>('holon_gateway_reserve', `WITH ${RESERVE_CTES} SELECT id FROM reserved`);
-
-/**
- * Reserves `worst_case_micros` of a mandate's budget for `receipt` in one statement
- * ({@link RESERVE_CTES}). `ok: false` with the figures seen when it does not fit (nothing is written).
- */
-export async function reserveBudget(
-  db: Knex | Knex.Transaction,
-  mandate: StoredMandate,
-  receipt: string,
-  worst_case_micros: Micros,
-): Promise<{ ok: true } | { ok: false; figures: BudgetFigures }> {
-  const rows = await runnerOf(db)(RESERVE.statement, RESERVE.values(reserveParams(mandate, receipt, worst_case_micros)));
-  if (rows.length === 1) return { ok: true };
-  return { ok: false, figures: await budgetOf(db, mandate.id, mandate.mandate.budget.total_micros) };
-}
-
 /** The parameters of {@link closeCtes}: the receipt, and what it spent (micro-units; null: released, nothing spent). */
 export type CloseParam = 'receipt_id' | 'close_status' | 'spent_micros';
 
