@@ -1,23 +1,28 @@
 /**
  * The gateway benchmark (issue 12 §2): what the gateway adds to a call. One trivial MCP agent
- * (`agent.ts`, a `per_run` tool that answers at once) is called two ways, by closed-loop clients:
+ * (`agent.ts`, a `per_run` tool that answers at once) is called three ways, by closed-loop clients:
  *
  * - `gateway`: `POST /v0/calls` to a gateway process (`gateway.ts`) on Postgres, which resolves,
  *   admits, reserves, runs the agent with its MCP client, writes the receipt and settles;
+ * - `floor` (`floor.ts`): a bare HTTP server doing only the round trips the gateway's call path
+ *   waits for (a read, two committed writes, the agent with the same MCP client, a committed
+ *   write) on the same Postgres: the least any gateway with those durable steps costs here;
  * - `direct`: the same agent called with the same MCP client (the gateway's `mcp` runtime) from
  *   this process.
  *
- * Overhead per call = gateway latency − direct latency, at the same percentile. Billed calls/s
- * are the gateway cell's calls, each checked to be `succeeded` and billed.
+ * Overhead per call = gateway latency − direct latency, at the same percentile (and the floor's
+ * the same way). Billed calls/s are the gateway cell's calls, each checked to be `succeeded` and
+ * billed. The gateway runs with `HOLON_SERVER_TIMING=1`; each measured call's phases are read
+ * off its `Server-Timing` header and printed as "where a gateway call's time goes".
  *
  *   DATABASE_URL=postgres://... node --import tsx bench/gateway/run.ts
  *
  * Environment: `BENCH_SECONDS` (10) measured and `BENCH_WARMUP_SECONDS` (1) unmeasured seconds
  * per cell, `BENCH_CLIENTS` (`1,16`), `BENCH_PORT_BASE` (4440: the agent listens on it, the
- * gateway on the next port), `BENCH_CPU_PROF_DIR` a directory for a V8 CPU profile of the gateway,
+ * gateway on the next port, the floor on the one after), `BENCH_CPU_PROF_DIR` a directory for a V8 CPU profile of the gateway,
  * `BENCH_OUT` a JSON path. After each gateway cell, the settlement lag of its calls (receipt written
  * → settlement applied at the binding, issue 12 §3) is read from Postgres. The last line of a run is
- * `gateway_overhead_p50_ms_1=… gateway_overhead_p99_ms_1=… gateway_overhead_p50_ms_16=… gateway_overhead_p99_ms_16=… billed_calls_per_s_16=… settlement_lag_p50_ms_16=… settlement_lag_p99_ms_16=…`.
+ * `gateway_overhead_p50_ms_1=… gateway_overhead_p99_ms_1=… gateway_overhead_p50_ms_16=… gateway_overhead_p99_ms_16=… billed_calls_per_s_16=… settlement_lag_p50_ms_16=… settlement_lag_p99_ms_16=… floor_overhead_p50_ms_1=… floor_overhead_p50_ms_16=…`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
