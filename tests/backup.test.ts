@@ -12,7 +12,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { openStores } from '../src/hosted/backup.ts';
+import { openStores, parentsFirst } from '../src/hosted/backup.ts';
 import { freshStore } from './helpers/gateway.ts';
 import { ADMIN_KEY, startTestHosted, type TestHosted } from './helpers/hosted.ts';
 
@@ -99,4 +99,20 @@ test('a hosted gateway with traffic is backed up, restored elsewhere and comes b
     await rm(target.db, { recursive: true, force: true });
     await rm(scratch, { recursive: true, force: true });
   }
+});
+
+test('a restore orders rows that refer to rows of their own table parents first, whatever order the backup holds them in', () => {
+  // A chain written children first, and a row with two parent columns (a receipt's parent and a reversal's target, say).
+  const chain = Array.from({ length: 2000 }, (_, n) => ({ id: `r${n}`, parent: n === 0 ? null : `r${n - 1}`, other: null as string | null })).reverse();
+  const both = { id: 'both', parent: 'r5', other: 'r1999' };
+  const ordered = parentsFirst([...chain, both], ['parent', 'other']);
+  assert.equal(ordered.length, 2001);
+  const position = new Map(ordered.map((row, index) => [row.id, index]));
+  for (const row of [...chain, both]) {
+    for (const parent of [row.parent, row.other]) if (parent !== null) assert.ok(position.get(parent)! < position.get(row.id)!, `${parent} before ${row.id}`);
+  }
+  // Keyed by txn_id (the journal's transactions), with a row's key falling back to it.
+  assert.deepEqual(parentsFirst([{ txn_id: 'b', reverses: 'a' }, { txn_id: 'a', reverses: null }], ['reverses'], 'txn_id').map((row) => row.txn_id), ['a', 'b']);
+  assert.throws(() => parentsFirst([{ id: 'x', parent: 'gone' }], ['parent']), /rows refer to parents missing from the backup/);
+  assert.throws(() => parentsFirst([{ id: 'x', parent: 'y' }, { id: 'y', parent: 'x' }], ['parent']), /rows refer to parents missing from the backup/);
 });
