@@ -210,3 +210,42 @@ test('immediate posts are bounded from the claim on: with concurrency 2 a third 
   second.post([], 1);
   assert.ok(outbox.claimForPosting());
 });
+
+test('posted marks made while one is at the database go together in the next statement; each mark resolves once its statement commits, or fails with it', async () => {
+  // A database double: each statement waits until the test answers it.
+  const statements: Array<{ txn_ids: string[]; last_error: unknown; answer: (error?: Error) => void }> = [];
+  const connection = {
+    query: (_text: string, values: unknown[]) =>
+      new Promise<{ rows: [] }>((resolve, reject) => {
+        const [first, second] = values as [unknown, unknown];
+        // MARK_POSTED's parameters, in the order they first appear: the ids, then the error.
+        const txn_ids = Array.isArray(first) ? (first as string[]) : (second as string[]);
+        statements.push({ txn_ids, last_error: Array.isArray(first) ? second : first, answer: (error) => (error ? reject(error) : resolve({ rows: [] })) });
+      }),
+  };
+  const db = { client: { acquireConnection: async () => connection, releaseConnection: async () => {} } };
+  const outbox = new Outbox(db as never, null as never, pino({ level: 'silent' }), { poll_ms: HOUR_MS });
+  const markPosted = (ids: string[], last_error?: string) => (outbox as unknown as { markPosted(rows: Array<{ txn_id: string }>, e?: string): Promise<void> }).markPosted(ids.map((txn_id) => ({ txn_id })), last_error);
+  const settledAs = (promise: Promise<void>) => promise.then(() => 'committed', (error: Error) => error.message);
+
+  const first = settledAs(markPosted(['settle:a', 'release:a']));
+  await waitFor(async () => statements.length === 1);
+  const second = settledAs(markPosted(['settle:b']));
+  const third = settledAs(markPosted(['settle:c', 'release:c']));
+  const withError = settledAs(markPosted(['settle:d'], 'nothing to release'));
+  await waitFor(async () => statements.length === 2);
+  // The mark with a reason goes at once, alone; the two plain ones wait for the first statement.
+  assert.deepEqual(statements.map((s) => [s.txn_ids, s.last_error]), [[['settle:a', 'release:a'], null], [['settle:d'], 'nothing to release']]);
+  statements[1].answer();
+  statements[0].answer();
+  assert.equal(await first, 'committed');
+  await waitFor(async () => statements.length === 3);
+  assert.deepEqual(statements[2].txn_ids, ['settle:b', 'settle:c', 'release:c']);
+  statements[2].answer(new Error('connection lost'));
+  assert.deepEqual(await Promise.all([second, third, withError]), ['connection lost', 'connection lost', 'committed']);
+  // Nothing waits any more: the next mark goes at once.
+  const fourth = settledAs(markPosted(['settle:e']));
+  await waitFor(async () => statements.length === 4);
+  statements[3].answer();
+  assert.equal(await fourth, 'committed');
+});

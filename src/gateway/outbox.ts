@@ -183,6 +183,10 @@ export class Outbox {
   private claiming = 0;
   private pending: { count: number; at_ms: number } | null = null;
   private counting: Promise<number> | null = null;
+  /** Posted marks waiting for the mark statement in flight; they go together in the next one. */
+  private marks: { txn_ids: string[]; waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> } | null = null;
+  /** Whether a mark statement is in flight. */
+  private marking = false;
 
   constructor(
     private readonly db: Knex,
@@ -394,9 +398,39 @@ export class Outbox {
     }
   }
 
-  /** Marks intents as posted (done with), in one statement; `last_error` says why when the binding did not take them. */
-  private async markPosted(rows: Row[], last_error: string | null = null): Promise<void> {
-    await rawQuery(this.db, MARK_POSTED.statement, MARK_POSTED.values({ txn_ids: rows.map((row) => row.txn_id), last_error }));
+  /**
+   * Marks intents as posted (done with); `last_error` says why when the binding did not take
+   * them. Resolves once the mark is committed. Marks without an error made while a mark
+   * statement is in flight are coalesced into the next one (issue 12 §3: one statement for many
+   * receipts under load, none waiting when idle); their number is bounded by the posts in flight
+   * (`concurrency` immediate posts and as many workers of a pass).
+   */
+  private markPosted(rows: Row[], last_error: string | null = null): Promise<void> {
+    const txn_ids = rows.map((row) => row.txn_id as string);
+    if (last_error !== null) return this.mark(txn_ids, last_error);
+    return new Promise((resolve, reject) => {
+      this.marks ??= { txn_ids: [], waiters: [] };
+      this.marks.txn_ids.push(...txn_ids);
+      this.marks.waiters.push({ resolve, reject });
+      if (!this.marking) this.flushMarks();
+    });
+  }
+
+  /** Sends the coalesced marks in one statement, then the ones made meanwhile, until none wait. */
+  private flushMarks(): void {
+    const batch = this.marks;
+    this.marks = null;
+    this.marking = batch !== null;
+    if (!batch) return;
+    this.mark(batch.txn_ids, null).then(
+      () => batch.waiters.forEach((waiter) => waiter.resolve()),
+      (error) => batch.waiters.forEach((waiter) => waiter.reject(error)),
+    ).finally(() => this.flushMarks());
+  }
+
+  /** One mark statement ({@link MARK_POSTED}). */
+  private async mark(txn_ids: string[], last_error: string | null): Promise<void> {
+    await rawQuery(this.db, MARK_POSTED.statement, MARK_POSTED.values({ txn_ids, last_error }));
   }
 
   /** Whether a settlement of `receipt` is still pending, besides those in `posted` (taken by the binding, not yet marked). */
