@@ -35,27 +35,8 @@ function document(id: string, total: string) {
  * when it fit.
  */
 async function reserve(mandate: StoredMandate, id: string, worst_case_micros: number): Promise<boolean> {
-  const receipt: Receipt = {
-    id,
-    parent: null,
-    mandate: mandate.id,
-    caller: mandate.mandate.grantee,
-    agent: 'gt/run@1.0.0',
-    capability: null,
-    status: 'running',
-    approval: null,
-    worst_case: null,
-    currency: 'EUR',
-    payer: mandate.payer,
-    sub_mandate: null,
-    billed: false,
-    cost: costView(0, 0),
-    splits: [],
-    children: [],
-    duration_ms: 0,
-    error: null,
-    created_at: now(),
-  };
+  // Only what a receipt's row is written from (receiptParams); the rest of a receipt plays no part here.
+  const receipt = { id, parent: null, status: 'running', agent: null, approval: null, error: null, duration_ms: 0, billed: false, cost: costView(0, 0), created_at: now() } as unknown as Receipt;
   const params = { ...reserveParams(mandate, id, worst_case_micros), ...subMandateParams(null).params, ...receiptParams(receipt, mandate.id, { running: { hold_id: null, process: 1 } }) };
   return (await rawQuery(db.knex, RESERVE_CALL.statement, RESERVE_CALL.values(params))).length === 1;
 }

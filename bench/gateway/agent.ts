@@ -11,26 +11,10 @@ import http from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-
-/** Largest request body read, in bytes (the benchmark sends a few dozen). */
-const BODY_MAX_BYTES = 64 * 1024;
+import { readBody } from './http-body.ts';
 
 const port = Number(process.argv[2]);
 if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`usage: agent.ts <port>; got ${process.argv[2]}`);
-
-/** Reads a request body up to BODY_MAX_BYTES; rejects beyond it. */
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => {
-      text += chunk;
-      if (text.length > BODY_MAX_BYTES) reject(new Error(`request body over ${BODY_MAX_BYTES} bytes`));
-    });
-    req.on('end', () => resolve(text));
-    req.on('error', reject);
-  });
-}
 
 const server = http.createServer(async (req, res) => {
   try {

@@ -14,9 +14,8 @@
 import http from 'node:http';
 import pg from 'pg';
 import { createMcpRuntime } from '../../src/runtimes/mcp.ts';
+import { readBody } from './http-body.ts';
 
-/** Largest request body read, in bytes (the benchmark sends a few dozen). */
-const BODY_MAX_BYTES = 64 * 1024;
 /** Connections to Postgres, as many as the benchmark has clients at most. */
 const POOL_SIZE = 16;
 
@@ -32,20 +31,6 @@ const READ = { name: 'bench_floor_read', text: 'SELECT id, call, step FROM bench
 const WRITE = { name: 'bench_floor_write', text: 'INSERT INTO bench_floor_steps (call, step) VALUES ($1, $2) RETURNING id' };
 const runtime = createMcpRuntime();
 const target = { id: 'bench/echo', version: '1.0.0', runtime: { kind: 'mcp' as const, endpoint, tool: 'echo' } };
-
-/** Reads a request body up to BODY_MAX_BYTES; rejects beyond it. */
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => {
-      text += chunk;
-      if (text.length > BODY_MAX_BYTES) reject(new Error(`request body over ${BODY_MAX_BYTES} bytes`));
-    });
-    req.on('end', () => resolve(text));
-    req.on('error', reject);
-  });
-}
 
 let calls = 0;
 const server = http.createServer(async (req, res) => {
