@@ -113,6 +113,9 @@ test('a restore orders rows that refer to rows of their own table parents first,
   }
   // Keyed by txn_id (the journal's transactions), with a row's key falling back to it.
   assert.deepEqual(parentsFirst([{ txn_id: 'b', reverses: 'a' }, { txn_id: 'a', reverses: null }], ['reverses'], 'txn_id').map((row) => row.txn_id), ['a', 'b']);
+  // Rows that do not depend on each other keep the backup's order.
+  assert.deepEqual(parentsFirst([{ id: 'c', parent: null }, { id: 'a', parent: null }, { id: 'b', parent: 'c' }], ['parent']).map((row) => row.id), ['c', 'a', 'b']);
   assert.throws(() => parentsFirst([{ id: 'x', parent: 'gone' }], ['parent']), /rows refer to parents missing from the backup/);
-  assert.throws(() => parentsFirst([{ id: 'x', parent: 'y' }, { id: 'y', parent: 'x' }], ['parent']), /rows refer to parents missing from the backup/);
+  assert.throws(() => parentsFirst([{ id: 'x', parent: 'y' }, { id: 'y', parent: 'x' }], ['parent']), /or to each other in a cycle/);
+  assert.throws(() => parentsFirst([{ id: 'x', parent: 'x' }], ['parent']), /or to each other in a cycle/);
 });

@@ -66,6 +66,25 @@ test("a call's settlement is applied right after its receipt, without a poll and
   assert.ok(pending.some((s: { receipt: string; operation: string }) => s.receipt === first.body.receipt.id && s.operation === 'settle'));
 });
 
+test('with every place for immediate posts taken, a call writes its intents unclaimed and leaves them to the retry path', async () => {
+  const { gw, binding } = await gatewayBehindSwitch({ poll_ms: HOUR_MS, concurrency: 1 });
+  binding.loseAnswers({ path: SETTLE_PATH, answer: 'hang', matching: '"memo":"gt/run@' });
+  const hung = await gw.mandate();
+  const first = await gw.call({ mandate: hung.id, agent: 'gt/run', input: {} }).expect(200);
+  const intents = (receipt: string) => gw.running.db.knex('gateway_settlement_intents').where({ receipt }).orderBy('seq').select('operation', 'status', 'claimed_until');
+  // The first call's own statement claimed its intents, and its post (hanging at the binding) holds the one place.
+  await waitFor(async () => (await intents(first.body.receipt.id)).every((row) => row.claimed_until !== null));
+  const mandate = await gw.mandate();
+  const second = await gw.call({ mandate: mandate.id, agent: 'gt/attempt', input: {} }).expect(200);
+  assert.deepEqual(
+    (await intents(second.body.receipt.id)).map((row) => [row.operation, row.status, row.claimed_until]),
+    [
+      ['settle', 'pending', null],
+      ['release-hold', 'pending', null],
+    ],
+  );
+});
+
 test('over max_pending pending intents, a call that would reserve money is refused 503 settlement_backlog with Retry-After; nothing is reserved', async () => {
   const { gw, binding } = await gatewayBehindSwitch({ poll_ms: HOUR_MS, max_pending: 3, count_ttl_ms: 0 });
   // Settlements fail (a 502 from a proxy): they stay pending, and each call's release waits behind its settlement.
@@ -193,9 +212,25 @@ test('at start-up a restarted gateway frees the claims its crashed predecessor h
   assert.deepEqual(standIn.posts, ['settle settle:r1', 'release hold:r1']);
 });
 
-test('immediate posts are bounded from the claim on: with concurrency 2 a third claim is refused until a place is given back or posted; a claim is used once', () => {
-  // Nothing here reaches the database or the binding: the claims post no rows.
-  const outbox = new Outbox(null as never, null as never, pino({ level: 'silent' }), { poll_ms: HOUR_MS, concurrency: 2, lease_ms: 45_000 });
+/**
+ * A database double for an outbox: records each statement (its text and values) and holds it
+ * until the test answers it.
+ */
+function heldStatements() {
+  const statements: Array<{ text: string; values: unknown[]; answer: (error?: Error) => void }> = [];
+  const connection = {
+    query: (text: string, values: unknown[]) =>
+      new Promise<{ rows: [] }>((resolve, reject) => {
+        statements.push({ text, values, answer: (error) => (error ? reject(error) : resolve({ rows: [] })) });
+      }),
+  };
+  const db = { client: { acquireConnection: async () => connection, releaseConnection: async () => {} } };
+  return { statements, db: db as never };
+}
+
+test('immediate posts are bounded from the claim on: with concurrency 2 a third claim is refused until a place is given back or posted; a claim is used once', async () => {
+  const { statements, db } = heldStatements();
+  const outbox = new Outbox(db, null as never, pino({ level: 'silent' }), { poll_ms: HOUR_MS, concurrency: 2, lease_ms: 45_000 });
   const first = outbox.claimForPosting();
   const second = outbox.claimForPosting();
   assert.ok(first && second);
@@ -204,48 +239,52 @@ test('immediate posts are bounded from the claim on: with concurrency 2 a third 
   first.cancel();
   const third = outbox.claimForPosting();
   assert.ok(third);
-  assert.throws(() => first.cancel(), /a posting claim was already used/);
-  assert.throws(() => first.post([], 0), /a posting claim was already used/);
+  // A second use of a claim is ignored: it gives back no place it no longer holds.
+  first.cancel();
+  first.post([], 0);
   assert.equal(outbox.claimForPosting(), null);
   second.post([], 1);
+  const fourth = outbox.claimForPosting();
+  assert.ok(fourth);
+  // A statement that failed may have committed: the claim it may have taken on the receipt's intents is freed at once.
+  fourth.unknown('r42');
+  await waitFor(async () => statements.length === 1);
+  assert.match(statements[0].text, /UPDATE gateway_settlement_intents SET claimed_until = NULL WHERE receipt = \$1::text AND status = 'pending'/);
+  assert.deepEqual(statements[0].values, ['r42']);
   assert.ok(outbox.claimForPosting());
 });
 
-test('posted marks made while one is at the database go together in the next statement; each mark resolves once its statement commits, or fails with it', async () => {
-  // A database double: each statement waits until the test answers it.
-  const statements: Array<{ txn_ids: string[]; last_error: unknown; answer: (error?: Error) => void }> = [];
-  const connection = {
-    query: (_text: string, values: unknown[]) =>
-      new Promise<{ rows: [] }>((resolve, reject) => {
-        const [first, second] = values as [unknown, unknown];
-        // MARK_POSTED's parameters, in the order they first appear: the ids, then the error.
-        const txn_ids = Array.isArray(first) ? (first as string[]) : (second as string[]);
-        statements.push({ txn_ids, last_error: Array.isArray(first) ? second : first, answer: (error) => (error ? reject(error) : resolve({ rows: [] })) });
-      }),
-  };
-  const db = { client: { acquireConnection: async () => connection, releaseConnection: async () => {} } };
-  const outbox = new Outbox(db as never, null as never, pino({ level: 'silent' }), { poll_ms: HOUR_MS });
+test('posted marks go at once while fewer than 4 mark statements are at the database, and together past that; each resolves once its statement commits, or fails with it', async () => {
+  const { statements, db } = heldStatements();
+  const outbox = new Outbox(db, null as never, pino({ level: 'silent' }), { poll_ms: HOUR_MS });
   const markPosted = (ids: string[], last_error?: string) => (outbox as unknown as { markPosted(rows: Array<{ txn_id: string }>, e?: string): Promise<void> }).markPosted(ids.map((txn_id) => ({ txn_id })), last_error);
   const settledAs = (promise: Promise<void>) => promise.then(() => 'committed', (error: Error) => error.message);
+  // MARK_POSTED's values, in the order its parameters first appear: the error, then the ids.
+  const marked = (n: number) => statements[n].values as [string | null, string[]];
 
-  const first = settledAs(markPosted(['settle:a', 'release:a']));
-  await waitFor(async () => statements.length === 1);
-  const second = settledAs(markPosted(['settle:b']));
-  const third = settledAs(markPosted(['settle:c', 'release:c']));
-  const withError = settledAs(markPosted(['settle:d'], 'nothing to release'));
-  await waitFor(async () => statements.length === 2);
-  // The mark with a reason goes at once, alone; the two plain ones wait for the first statement.
-  assert.deepEqual(statements.map((s) => [s.txn_ids, s.last_error]), [[['settle:a', 'release:a'], null], [['settle:d'], 'nothing to release']]);
-  statements[1].answer();
-  statements[0].answer();
-  assert.equal(await first, 'committed');
-  await waitFor(async () => statements.length === 3);
-  assert.deepEqual(statements[2].txn_ids, ['settle:b', 'settle:c', 'release:c']);
-  statements[2].answer(new Error('connection lost'));
-  assert.deepEqual(await Promise.all([second, third, withError]), ['connection lost', 'connection lost', 'committed']);
-  // Nothing waits any more: the next mark goes at once.
-  const fourth = settledAs(markPosted(['settle:e']));
+  const early = ['a', 'b', 'c', 'd'].map((id) => settledAs(markPosted([`settle:${id}`])));
   await waitFor(async () => statements.length === 4);
+  const waiting = [settledAs(markPosted(['settle:e'])), settledAs(markPosted(['settle:f', 'release:f']))];
+  const withError = settledAs(markPosted(['settle:g'], 'nothing to release'));
+  await waitFor(async () => statements.length === 5);
+  // The mark with a reason goes at once, alone; the two plain ones wait for one of the four.
+  assert.deepEqual(marked(4), ['nothing to release', ['settle:g']]);
+  statements[4].answer();
+  assert.equal(await withError, 'committed');
+  assert.equal(statements.length, 5);
+  statements[0].answer();
+  assert.equal(await early[0], 'committed');
+  await waitFor(async () => statements.length === 6);
+  assert.deepEqual(marked(5), [null, ['settle:e', 'settle:f', 'release:f']]);
+  statements[5].answer(new Error('connection lost'));
+  assert.deepEqual(await Promise.all(waiting), ['connection lost', 'connection lost']);
+  // Statement 2 hangs for good: the others end, and a new mark still goes at once.
+  statements[2].answer();
   statements[3].answer();
-  assert.equal(await fourth, 'committed');
+  const later = settledAs(markPosted(['settle:h']));
+  await waitFor(async () => statements.length === 7);
+  assert.deepEqual(marked(6), [null, ['settle:h']]);
+  statements[6].answer();
+  assert.equal(await later, 'committed');
+  assert.deepEqual(await Promise.all([early[2], early[3]]), ['committed', 'committed']);
 });

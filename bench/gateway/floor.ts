@@ -4,8 +4,12 @@
  * per `POST`, exactly the round trips the gateway's call path waits for, in the same order, on a
  * raw `pg` pool with prepared statements: one read (the mandate), a committed write (reserve),
  * another (the binding's open-hold), the agent called with the gateway's own MCP client, a third
- * committed write (the receipt), then the answer. What the gateway costs above this floor is its
- * logic; what the floor costs above the direct call is the price of the durable steps themselves.
+ * committed write (the receipt), then the answer. The gateway of the benchmark runs the reference
+ * binding in its own process, as `holon serve` does, so its open-hold is one round trip to the
+ * database too; but the floor's writes are one-row inserts, where the gateway's statements and
+ * the binding's function do real work, so what the gateway costs above the floor is its logic
+ * and its statements' work together. What the floor costs above the direct call is the price of
+ * the round trips themselves. Its rows go to a table of its own, dropped when it stops.
  *
  *   DATABASE_URL=postgres://... node --import tsx bench/gateway/floor.ts <port> <agent endpoint>
  *
@@ -26,9 +30,11 @@ const url = process.env.DATABASE_URL;
 if (!url) throw new Error('set DATABASE_URL to a Postgres server (see bench/README.md)');
 
 const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE });
-await pool.query('CREATE TABLE IF NOT EXISTS bench_floor_steps (id bigserial PRIMARY KEY, call text NOT NULL, step text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())');
-const READ = { name: 'bench_floor_read', text: 'SELECT id, call, step FROM bench_floor_steps WHERE id = $1' };
-const WRITE = { name: 'bench_floor_write', text: 'INSERT INTO bench_floor_steps (call, step) VALUES ($1, $2) RETURNING id' };
+// A table of this process's own (logged, so its commits wait for the WAL flush like the gateway's).
+const table = `bench_floor_steps_${process.pid}`;
+await pool.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, call text NOT NULL, step text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+const READ = { name: 'bench_floor_read', text: `SELECT id, call, step FROM ${table} WHERE id = $1` };
+const WRITE = { name: 'bench_floor_write', text: `INSERT INTO ${table} (call, step) VALUES ($1, $2) RETURNING id` };
 const runtime = createMcpRuntime();
 const target = { id: 'bench/echo', version: '1.0.0', runtime: { kind: 'mcp' as const, endpoint, tool: 'echo' } };
 
@@ -55,6 +61,7 @@ server.listen(port, '127.0.0.1', () => console.log(`listening on http://127.0.0.
 const stop = async () => {
   server.close();
   await runtime.close();
+  await pool.query(`DROP TABLE IF EXISTS ${table}`);
   await pool.end();
   process.exit(0);
 };

@@ -653,7 +653,7 @@ export class Gateway {
         ...closeParams(call.id, total_micros),
       });
     } catch (error) {
-      claim?.cancel();
+      claim?.unknown(call.id);
       throw error;
     }
     call.clock?.mark('finish');

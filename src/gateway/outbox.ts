@@ -137,16 +137,26 @@ const WRITE = namedStatement<IntentsParam>('holon_gateway_write_intents', `WITH 
 /**
  * A place among the posts made right after their receipts (at most `concurrency`), taken before
  * the statement that writes the intents, so that statement claims them (`lease_ms`) and the
- * writer posts them without another round trip. Exactly one of `post` and `cancel` must follow.
+ * writer posts them without another round trip. Exactly one of `post`, `cancel` and `unknown`
+ * must follow; a second one is logged and does nothing. None of them throws.
  */
 export interface PostingClaim {
   /** The lease to claim the intents with ({@link intentsParams}). */
   lease_ms: number;
   /** Posts the rows the statement wrote and claimed (its {@link CLAIMED_INTENTS_SQL} answer), in order; `settlements` is how many settle intents it was given. */
   post(rows: unknown, settlements: number): void;
-  /** Gives the place back: the statement wrote nothing, or failed. */
+  /** Gives the place back: the statement wrote nothing. */
   cancel(): void;
+  /**
+   * Gives the place back after the statement failed: it may still have committed (an answer
+   * lost after the commit), so any claim it took on `receipt`'s pending intents is freed for the
+   * retry path at once rather than after the lease (best effort; a failure is logged).
+   */
+  unknown(receipt: string): void;
 }
+
+/** Posted-mark statements at the database at once, at most: one that hangs leaves the others going. */
+const MARKS_IN_FLIGHT = 4;
 
 /** Claims the unclaimed pending intents of one receipt for `:lease_ms`, with the count of its pending settlements (the right-after-the-receipt path). */
 const CLAIM_RECEIPT = namedStatement<'lease_ms' | 'receipt'>(
@@ -158,6 +168,12 @@ const CLAIM_RECEIPT = namedStatement<'lease_ms' | 'receipt'>(
    SELECT claimed.*, (SELECT count(*) FROM gateway_settlement_intents
                       WHERE receipt = :receipt::text AND operation = 'settle' AND status = 'pending')::int AS settlements_pending
    FROM claimed`,
+);
+
+/** Frees the claims on the pending intents of one receipt (a statement that claimed them failed, maybe after committing). */
+const UNCLAIM_RECEIPT = namedStatement<'receipt'>(
+  'holon_gateway_unclaim_receipt',
+  `UPDATE gateway_settlement_intents SET claimed_until = NULL WHERE receipt = :receipt::text AND status = 'pending'`,
 );
 
 /** Marks the intents `:txn_ids` posted, with `:last_error`. */
@@ -181,12 +197,14 @@ export class Outbox {
   private readonly immediate = new Set<Promise<void>>();
   /** Places taken by {@link claimForPosting} whose statement has not ended yet. */
   private claiming = 0;
+  /** Called when `claiming` drops to 0 (`stop` waits for the statements that may still post). */
+  private readonly claimsEnded: Array<() => void> = [];
   private pending: { count: number; at_ms: number } | null = null;
   private counting: Promise<number> | null = null;
-  /** Posted marks waiting for the mark statement in flight; they go together in the next one. */
+  /** Posted marks waiting for a mark statement to end; they go together in the next one. */
   private marks: { txn_ids: string[]; waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> } | null = null;
-  /** Whether a mark statement is in flight. */
-  private marking = false;
+  /** Mark statements at the database (at most {@link MARKS_IN_FLIGHT}). */
+  private marking = 0;
 
   constructor(
     private readonly db: Knex,
@@ -225,22 +243,39 @@ export class Outbox {
     if (this.immediate.size + this.claiming >= this.settings.concurrency) return null;
     this.claiming++;
     let open = true;
-    const close = () => {
-      if (!open) throw new Error('a posting claim was already used');
+    const close = (): boolean => {
+      if (!open) {
+        this.logger.error(new Error('a posting claim was used twice'), 'a posting claim was used twice: the second use is ignored');
+        return false;
+      }
       open = false;
       this.claiming--;
+      if (this.claiming === 0) for (const resolve of this.claimsEnded.splice(0)) resolve();
+      return true;
     };
     return {
       lease_ms: this.settings.lease_ms,
       post: (claimed, settlements) => {
-        close();
-        const rows = (typeof claimed === 'string' ? JSON.parse(claimed) : claimed) as Row[];
-        if (rows.length === 0) return;
+        if (!close()) return;
+        let rows: Row[];
+        try {
+          rows = (typeof claimed === 'string' ? JSON.parse(claimed) : claimed) as Row[];
+        } catch (error) {
+          this.logger.error({ err: error }, 'the claimed intents could not be read: the retry path will post them');
+          return;
+        }
+        if (!Array.isArray(rows) || rows.length === 0) return;
         // Every pending settlement of the receipt is among them unless one was written before (a key already taken).
         const all_settlements = rows.filter((row) => row.operation === 'settle').length === settlements;
         this.startPosting(Promise.resolve({ rows, all_settlements }), rows[0].receipt);
       },
-      cancel: close,
+      cancel: () => void close(),
+      unknown: (receipt) => {
+        if (!close()) return;
+        void rawQuery(this.db, UNCLAIM_RECEIPT.statement, UNCLAIM_RECEIPT.values({ receipt })).catch((error) =>
+          this.logger.error({ err: error, receipt }, 'freeing the claim of a failed statement failed: its intents wait out the lease'),
+        );
+      },
     };
   }
 
@@ -286,6 +321,7 @@ export class Outbox {
   /** Stops the timer and waits for the posts and the pass in progress. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.claiming > 0) await new Promise<void>((resolve) => this.claimsEnded.push(resolve));
     await Promise.all(this.immediate);
     await this.draining;
   }
@@ -369,7 +405,10 @@ export class Outbox {
     const worker = async () => {
       for (let group = queue.shift(); group; group = queue.shift()) await this.postGroup(group);
     };
-    await Promise.all(Array.from({ length: Math.min(this.settings.concurrency, queue.length) }, worker));
+    // Every worker ends before the pass does, even when one fails (`drain` and `stop` wait for the pass).
+    const ended = await Promise.allSettled(Array.from({ length: Math.min(this.settings.concurrency, queue.length) }, worker));
+    const failed = ended.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
     return rows.length;
   }
 
@@ -400,10 +439,12 @@ export class Outbox {
 
   /**
    * Marks intents as posted (done with); `last_error` says why when the binding did not take
-   * them. Resolves once the mark is committed. Marks without an error made while a mark
-   * statement is in flight are coalesced into the next one (issue 12 §3: one statement for many
-   * receipts under load, none waiting when idle); their number is bounded by the posts in flight
-   * (`concurrency` immediate posts and as many workers of a pass).
+   * them. Resolves once the mark is committed. Marks without an error go at once while fewer
+   * than {@link MARKS_IN_FLIGHT} mark statements are at the database; past that they wait and go
+   * together in the next one (issue 12 §3: one statement for many receipts under load, none
+   * waiting when idle). Their number is bounded by the posts in flight (`concurrency` immediate
+   * posts and as many workers of a pass). A failed statement fails every mark it carried: those
+   * intents are posted again once their lease has passed (idempotent, clearing-contract §9).
    */
   private markPosted(rows: Row[], last_error: string | null = null): Promise<void> {
     const txn_ids = rows.map((row) => row.txn_id as string);
@@ -412,20 +453,25 @@ export class Outbox {
       this.marks ??= { txn_ids: [], waiters: [] };
       this.marks.txn_ids.push(...txn_ids);
       this.marks.waiters.push({ resolve, reject });
-      if (!this.marking) this.flushMarks();
+      if (this.marking < MARKS_IN_FLIGHT) this.flushMarks();
     });
   }
 
-  /** Sends the coalesced marks in one statement, then the ones made meanwhile, until none wait. */
+  /** Sends the waiting marks in one statement; when it ends, the ones made meanwhile, if any. */
   private flushMarks(): void {
     const batch = this.marks;
-    this.marks = null;
-    this.marking = batch !== null;
     if (!batch) return;
-    this.mark(batch.txn_ids, null).then(
-      () => batch.waiters.forEach((waiter) => waiter.resolve()),
-      (error) => batch.waiters.forEach((waiter) => waiter.reject(error)),
-    ).finally(() => this.flushMarks());
+    this.marks = null;
+    this.marking++;
+    this.mark(batch.txn_ids, null)
+      .then(
+        () => batch.waiters.forEach((waiter) => waiter.resolve()),
+        (error) => batch.waiters.forEach((waiter) => waiter.reject(error)),
+      )
+      .finally(() => {
+        this.marking--;
+        this.flushMarks();
+      });
   }
 
   /** One mark statement ({@link MARK_POSTED}). */

@@ -2,8 +2,9 @@
  * The phases of one call as a `Server-Timing` header (W3C Server Timing), when the operator turns
  * it on with `HOLON_SERVER_TIMING=1` (issue 12 §2 "say where the time goes"): each phase of
  * gateway §1 the call went through, in order, with its wall time in milliseconds, then `total`
- * (from the mandate read to the receipt written). Off by default: a caller learns nothing of the
- * gateway's internals unless its operator asks.
+ * (from the mandate read to the receipt written). Root calls only (a downstream call's time is
+ * in its orchestrator's `run`); answers refused before the mandate is read carry none. Off by
+ * default: a caller learns how long the database and the binding took only if the operator asks.
  *
  * Phases: `mandate` (read the mandate, draw the receipt id), `admit` (resolve, check input, admit,
  * derive the sub-mandate), `reserve` (the budget and the `running` receipt, one statement),

@@ -228,8 +228,10 @@ async function isEmpty(trx: Knex.Transaction, tables: readonly string[]): Promis
 
 /**
  * The rows of a self-referencing table ordered so every parent precedes its children (`columns`
- * name the parent, `key` the row), in time linear in the rows (a topological sort). Throws when a
- * row refers to a parent missing from the backup, or rows refer to each other in a cycle.
+ * name the parent, null or absent for none; `key` names the row, which falls back to `txn_id`),
+ * in time linear in the rows (a topological sort); rows otherwise keep their order in the backup.
+ * Throws when a row refers to a parent missing from the backup, or rows refer to each other in a
+ * cycle (a row its own parent included).
  */
 export function parentsFirst(rows: Record<string, unknown>[], columns: readonly string[], key = 'id'): Record<string, unknown>[] {
   const keyOf = (row: Record<string, unknown>) => row[key] ?? row.txn_id;
@@ -248,7 +250,8 @@ export function parentsFirst(rows: Record<string, unknown>[], columns: readonly 
     }
   }
   const ordered: Record<string, unknown>[] = [];
-  for (let row = ready.pop(); row; row = ready.pop()) {
+  for (let next = 0; next < ready.length; next++) {
+    const row = ready[next];
     ordered.push(row);
     for (const child of children.get(keyOf(row)) ?? []) {
       const left = waiting.get(child)! - 1;
@@ -256,7 +259,7 @@ export function parentsFirst(rows: Record<string, unknown>[], columns: readonly 
       if (left === 0) ready.push(child);
     }
   }
-  if (ordered.length < rows.length) throw new Error('rows refer to parents missing from the backup');
+  if (ordered.length < rows.length) throw new Error('rows refer to parents missing from the backup, or to each other in a cycle');
   return ordered;
 }
 
