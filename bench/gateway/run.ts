@@ -30,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { PHASES } from '../../src/gateway/server-timing.ts';
 import { createMcpRuntime } from '../../src/runtimes/mcp.ts';
 import { JsonClient } from '../clearing/binding.ts';
 import { percentile, runCell, type CellResult, type Operation } from '../clearing/measure.ts';
@@ -135,9 +136,6 @@ async function settlementLag(db: pg.Client, from: string): Promise<SettlementLag
   );
   return { settlements: rows[0].settlements, p50_ms: Number(rows[0].p50_ms), p99_ms: Number(rows[0].p99_ms), unapplied: (await db.query(pendingSql, [from])).rows[0].n };
 }
-
-/** The phases of a gateway call, in the order of its `Server-Timing` header (`src/gateway/server-timing.ts`). */
-const PHASE_COLUMNS = ['mandate', 'admit', 'reserve', 'hold', 'run', 'finish'] as const;
 
 /** The `Server-Timing` phases of a cell's measured calls, and the latency the client saw, in ms per call. */
 class PhaseTimings {
@@ -263,10 +261,10 @@ async function main(): Promise<void> {
           `${fixed(perCall(r.cpu?.postgres, r), 2)} | ${fixed(perCall(r.cpu?.bench, r), 2)} | ${fixed(r.cpu?.other, 2)} |`,
       );
     }
-    console.log(`\nWhere a gateway call's time goes (from its Server-Timing header), mean / p50 ms: ${PHASE_COLUMNS.join(', ')}, \`total\` (the gateway's call pipeline), and \`outside\` (the latency the client saw minus \`total\`: HTTP, routing, body parsing and checks, the answer's serialization, the network).`);
-    console.log(`\n| clients | ${PHASE_COLUMNS.join(' | ')} | total | outside | latency |`);
-    console.log(`|---:|${PHASE_COLUMNS.map(() => '---:').join('|')}|---:|---:|---:|`);
-    for (const r of rows) if (r.phases) console.log(`| ${r.clients} | ${[...PHASE_COLUMNS, 'total', 'outside', 'latency'].map((phase) => r.phases!.cell(phase)).join(' | ')} |`);
+    console.log(`\nWhere a gateway call's time goes (from its Server-Timing header), mean / p50 ms: ${PHASES.join(', ')}, \`total\` (the gateway's call pipeline), and \`outside\` (the latency the client saw minus \`total\`: HTTP, routing, body parsing and checks, the answer's serialization, the network).`);
+    console.log(`\n| clients | ${PHASES.join(' | ')} | total | outside | latency |`);
+    console.log(`|---:|${PHASES.map(() => '---:').join('|')}|---:|---:|---:|`);
+    for (const r of rows) if (r.phases) console.log(`| ${r.clients} | ${[...PHASES, 'total', 'outside', 'latency'].map((phase) => r.phases!.cell(phase)).join(' | ')} |`);
     const cellOf = (p: string, clients: number) => rows.find((r) => r.path === p && r.clients === clients);
     const overhead = (clients: number, key: 'p50_ms' | 'p99_ms', over = 'gateway') => {
       const g = cellOf(over, clients);

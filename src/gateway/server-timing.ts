@@ -21,8 +21,11 @@ export function serverTimingFromEnv(env: NodeJS.ProcessEnv = process.env): boole
   throw new Error(`HOLON_SERVER_TIMING must be 1 (on) or 0 (off), not ${JSON.stringify(text)}`);
 }
 
-/** A call's phase names, in the order gateway §1 runs them. */
-export type Phase = 'mandate' | 'admit' | 'reserve' | 'hold' | 'run' | 'finish';
+/** A call's phase names, in the order gateway §1 runs them (and the header lists them). */
+export const PHASES = ['mandate', 'admit', 'reserve', 'hold', 'run', 'finish'] as const;
+
+/** One of {@link PHASES}. */
+export type Phase = (typeof PHASES)[number];
 
 /** The wall time of each phase of one call, measured from one mark to the next. */
 export class PhaseClock {

@@ -238,6 +238,7 @@ export function parentsFirst(rows: Record<string, unknown>[], columns: readonly 
   // How many of its parents each row still waits for, and who waits for each parent.
   const waiting = new Map<Record<string, unknown>, number>();
   const children = new Map<unknown, Record<string, unknown>[]>();
+  // The rows in the order they become ready: the answer, once every row is in it.
   const ready: Record<string, unknown>[] = [];
   for (const row of rows) {
     const parents = new Set(columns.map((column) => row[column]).filter((parent) => parent !== null && parent !== undefined));
@@ -249,18 +250,15 @@ export function parentsFirst(rows: Record<string, unknown>[], columns: readonly 
       else children.set(parent, [row]);
     }
   }
-  const ordered: Record<string, unknown>[] = [];
   for (let next = 0; next < ready.length; next++) {
-    const row = ready[next];
-    ordered.push(row);
-    for (const child of children.get(keyOf(row)) ?? []) {
+    for (const child of children.get(keyOf(ready[next])) ?? []) {
       const left = waiting.get(child)! - 1;
       waiting.set(child, left);
       if (left === 0) ready.push(child);
     }
   }
-  if (ordered.length < rows.length) throw new Error('rows refer to parents missing from the backup, or to each other in a cycle');
-  return ordered;
+  if (ready.length < rows.length) throw new Error('rows refer to parents missing from the backup, or to each other in a cycle');
+  return ready;
 }
 
 /**
