@@ -16,6 +16,7 @@ import * as publishing from './011_publishing.ts';
 import * as filesEvaluations from './012_files_evaluations.ts';
 import * as mandateBudgetFigures from './013_mandate_budget_figures.ts';
 import * as clearingWritePathCost from './014_clearing_write_path_cost.ts';
+import * as clearingBatchLocks from './015_clearing_batch_locks.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '012_files_evaluations': filesEvaluations,
   '013_mandate_budget_figures': mandateBudgetFigures,
   '014_clearing_write_path_cost': clearingWritePathCost,
+  '015_clearing_batch_locks': clearingBatchLocks,
 };
 
 /** knex's `migrationSource` over the table above. */

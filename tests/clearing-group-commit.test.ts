@@ -207,6 +207,23 @@ test('issue 12 §1: one INSERT of several postings moves each account, holder or
   assert.equal(Number(await funding()), before - 10);
 });
 
+test('issue 12 §1: a posting that names no account, holder or machinery, is refused 404 by the posting trigger and nothing of its entry is written', async () => {
+  const account = await binding.account('real');
+  for (const missing of [unique('nobody'), 'external:nowhere']) {
+    const txnId = unique('ghost');
+    const insert = binding.db.knex.transaction(async (trx) => {
+      await trx('clearing_transactions').insert({ txn_id: txnId, door: 'credit', account, amount: 5, terms: { account, amount: 5 } });
+      await trx('clearing_postings').insert([
+        { txn_id: txnId, account: missing, delta: -5, kind: 'funding' },
+        { txn_id: txnId, account, delta: 5, kind: 'credit' },
+      ]);
+    });
+    await assert.rejects(insert, (error: any) => error.code === 'H1404' && error.message.includes('no such account') && JSON.parse(error.detail).account === missing);
+    assert.equal((await binding.db.knex('clearing_transactions').where({ txn_id: txnId })).length, 0);
+  }
+  assert.equal((await binding.balanceOf(account)).balance, 0);
+});
+
 test('issue 12 §1: on Postgres the hot statements are prepared once per connection under their names, not parsed and planned per request', { skip: !process.env.DATABASE_URL && 'PGlite has no named statements' }, async () => {
   const connection = await binding.db.knex.client.acquireConnection();
   try {
