@@ -21,7 +21,9 @@
  * well. The machine may be shared: before each cell the run waits (up to 60 s) for the machine
  * to be quieter than `BENCH_MAX_OTHER_CORES` (0.25), and a cell during which other processes
  * used more than that is run again, up to `BENCH_ATTEMPTS` (3) times in all; the least
- * disturbed attempt is kept, and its "CPU other" column says how disturbed it was. Everything
+ * disturbed attempt is kept, and its "CPU other" column says how disturbed it was. Before each
+ * attempt the run vacuums its databases, so autovacuum of the rows earlier cells wrote does not
+ * fall inside a measured cell. Everything
  * it creates carries a run-unique prefix, so it can share a database with other work; it
  * removes nothing (the journal is append-only). The last line of a run is
  * `settle_http_over_direct_16=… settle_http_16=… shared_http_over_direct_16=… admission_p99_ms_1=…`.
@@ -82,6 +84,23 @@ interface Fixture {
   payers: string[];
   payees: string[];
   agents: string[];
+}
+
+/**
+ * `VACUUM (ANALYZE)` of each database in `urls`, before a cell: the run appends tens of thousands
+ * of journal rows per cell, and autovacuum started by them inside a later cell took Postgres CPU
+ * from that cell alone (a shared-payer cell measured 728/s with autovacuum of the journal inside it).
+ */
+async function vacuum(urls: readonly string[]): Promise<void> {
+  for (const connectionString of urls) {
+    const client = new pg.Client({ connectionString });
+    await client.connect();
+    try {
+      await client.query('VACUUM (ANALYZE)');
+    } finally {
+      await client.end();
+    }
+  }
 }
 
 /** Creates `clients` payer/payee pairs (payers funded) and links one agent key to each payer, through the binding's own doors. */
@@ -224,6 +243,8 @@ async function main(): Promise<void> {
   await monitor.connect();
   const serverVersion: string = (await monitor.query('show server_version')).rows[0].server_version;
   const bindings: Partial<Record<HttpPath, { child: ChildBinding; http: JsonClient; fixture: Fixture }>> = {};
+  /** The databases the run writes: vacuumed before every cell. */
+  const databases = [url];
   const direct = new DirectLedger(url, most);
   const prefix = `bench-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   try {
@@ -231,8 +252,11 @@ async function main(): Promise<void> {
     const starts: Record<HttpPath, () => Promise<ChildBinding>> = {
       http: () => startBinding({ dir: unusedDir, env: { ...process.env, HOLON_CLEARING_GROUP_COMMIT: 'on' }, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] }),
       'http-single': () => startBinding({ dir: unusedDir, env: { ...process.env, HOLON_CLEARING_GROUP_COMMIT: 'off' } }),
-      old: async () =>
-        startBinding({ dir: unusedDir, env: { ...process.env, DATABASE_URL: await siblingDatabase(monitor, url, OLD_DATABASE) }, bin: await oldExecutable(oldCommit) }),
+      old: async () => {
+        const oldUrl = await siblingDatabase(monitor, url, OLD_DATABASE);
+        databases.push(oldUrl);
+        return startBinding({ dir: unusedDir, env: { ...process.env, DATABASE_URL: oldUrl }, bin: await oldExecutable(oldCommit) });
+      },
     };
     // `http`, `http-single` and `direct` share one database and one fixture (made through `http`); `old` has its own.
     let shared: Fixture | null = null;
@@ -273,6 +297,7 @@ async function main(): Promise<void> {
     const cell = async (operation: Row['operation'], p: Path, payer: Row['payer'], clients: number, op: (attempt: number) => Operation) => {
       let best: CellResult | null = null;
       for (let attempt = 1; attempt <= attempts; attempt++) {
+        await vacuum(databases);
         await waitForQuiet(maxOther_cores, QUIET_WAIT_MAX_S);
         const result = await runCell(clients, seconds, warmup_s, op(attempt), subjectsOf(p));
         const other = result.cpu?.other ?? 0;
