@@ -189,6 +189,16 @@ test('issue 12 §1: every function of the write path is PL/pgSQL (a LANGUAGE sql
   assert.deepEqual(rows, []);
 });
 
+test('issue 12 §1: the statements of a batch and the zero-sum check at commit are planned without sequential scans, so a small, just-vacuumed accounts table keeps its index lookups', async () => {
+  const { rows } = await binding.db.knex.raw(
+    `SELECT proname, proconfig FROM pg_proc WHERE proname IN ('clearing_apply', 'clearing_check_balanced') ORDER BY proname`,
+  );
+  assert.deepEqual(rows.map((r: { proname: string; proconfig: string[] | null }) => [r.proname, r.proconfig]), [
+    ['clearing_apply', ['enable_seqscan=off']],
+    ['clearing_check_balanced', ['enable_seqscan=off']],
+  ]);
+});
+
 test('issue 12 §1: one INSERT of several postings moves each account, holder or machinery, by the sum of its postings', async () => {
   const account = await binding.account('net');
   const txnId = unique('net');

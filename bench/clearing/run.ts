@@ -97,6 +97,7 @@ async function vacuum(urls: readonly string[]): Promise<void> {
     await client.connect();
     try {
       await client.query('VACUUM (ANALYZE)');
+      await client.query('CHECKPOINT');
     } finally {
       await client.end();
     }
