@@ -22,8 +22,9 @@
  * to be quieter than `BENCH_MAX_OTHER_CORES` (0.25), and a cell during which other processes
  * used more than that is run again, up to `BENCH_ATTEMPTS` (3) times in all; the least
  * disturbed attempt is kept, and its "CPU other" column says how disturbed it was. Before each
- * attempt the run vacuums its databases, so autovacuum of the rows earlier cells wrote does not
- * fall inside a measured cell. Everything
+ * attempt the run vacuums, analyzes and checkpoints its databases, so neither autovacuum of the
+ * rows earlier cells wrote nor the writing of the pages it dirtied falls inside a measured cell,
+ * and every cell runs on statistics of the tables as they are. Everything
  * it creates carries a run-unique prefix, so it can share a database with other work; it
  * removes nothing (the journal is append-only). The last line of a run is
  * `settle_http_over_direct_16=… settle_http_16=… shared_http_over_direct_16=… admission_p99_ms_1=…`.
@@ -87,9 +88,10 @@ interface Fixture {
 }
 
 /**
- * `VACUUM (ANALYZE)` of each database in `urls`, before a cell: the run appends tens of thousands
- * of journal rows per cell, and autovacuum started by them inside a later cell took Postgres CPU
- * from that cell alone (a shared-payer cell measured 728/s with autovacuum of the journal inside it).
+ * `VACUUM (ANALYZE)` then `CHECKPOINT` of each database in `urls`, before a cell: the run appends
+ * tens of thousands of journal rows per cell, and autovacuum started by them inside a later cell
+ * took Postgres CPU from that cell alone (a shared-payer cell measured 728/s with autovacuum of
+ * the journal inside it).
  */
 async function vacuum(urls: readonly string[]): Promise<void> {
   for (const connectionString of urls) {
