@@ -24,10 +24,11 @@ import { MACHINERY_STRIPES, MACHINERY_STRIPE_MAX_MICROS } from '../src/clearing/
 
 /**
  * The text of `clearing_apply`. `held` (migration 015): the batch keeps the ids of the accounts it
- * locked up front and passes them to `clearing_op_post(o, held)`, which does not lock them again.
+ * locked up front and passes them to `clearing_op_post(o, held)`, which does not lock them again;
+ * and everything it runs is planned with `enable_seqscan = off` (why: migration 015).
  */
 export function clearingApplySql(held: boolean): string {
-  return `CREATE OR REPLACE FUNCTION clearing_apply(ops jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+  return `CREATE OR REPLACE FUNCTION clearing_apply(ops jsonb) RETURNS jsonb LANGUAGE plpgsql${held ? ' SET enable_seqscan = off' : ''} AS $$
    DECLARE o jsonb; outcome jsonb; outcomes jsonb := '[]'; st text; err_detail text;${held ? " held text[] := '{}';" : ''}
    BEGIN
      IF jsonb_array_length(ops) > 1 THEN

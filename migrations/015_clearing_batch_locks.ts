@@ -15,11 +15,13 @@
  *   of `platform:fees`, so every settle of every batch queued on one multixact (about 100 µs
  *   per settle). The posting trigger, which every posting passes through to move its account's
  *   balance, refuses an account it finds no balance row for instead (H1404), in the same
- *   statement: the journal still names only accounts that exist. Accounts are never deleted
- *   (only a restore empties the table, postings first: they follow their transactions, whose
- *   own foreign key to the account stays).
- * - Everything a batch runs is planned with `enable_seqscan = off`: the lookups of the balance
- *   trigger and of the foreign-key checks by id. When ANALYZE or VACUUM finds `clearing_accounts`
+ *   statement: the journal still names only accounts that exist. What the foreign key also
+ *   refused, deleting an account the journal names or changing its id, a trigger on
+ *   `clearing_accounts` refuses (23503, as the foreign key did); a restore empties the table only
+ *   when the journal is empty.
+ * - Everything a batch runs is planned with `enable_seqscan = off` (a statement planned first
+ *   outside a batch, e.g. by a restore's inserts, keeps its plan in that session): the lookups of
+ *   the balance trigger and of the foreign-key checks by id. When ANALYZE or VACUUM finds `clearing_accounts`
  *   at a page or two (a small deployment: a few holders, its dead row versions just vacuumed
  *   away), the planner picks a sequential scan for `UPDATE … WHERE id = $1`, caches it, and the
  *   scan then reads every dead version the next settles leave: a shared payer's batches ran at
@@ -45,11 +47,19 @@ const statements = [
      RETURN jsonb_build_object('existing', clearing_existing(o->>'txn_id'));
    END $$`,
   clearingApplySql(true),
-  // Index lookups only, in every statement a batch runs (see the module comment).
-  'ALTER FUNCTION clearing_apply(jsonb) SET enable_seqscan = off',
   // The zero-sum check runs at commit, outside clearing_apply: its lookup of an entry's postings by id, too.
   'ALTER FUNCTION clearing_check_balanced() SET enable_seqscan = off',
   postingTriggerSql(true),
+  // What the postings' foreign key refused besides a missing account: an account the journal names is never deleted nor renamed.
+  `CREATE FUNCTION clearing_keep_journal_accounts() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF EXISTS (SELECT 1 FROM clearing_postings WHERE account = OLD.id) THEN
+       RAISE EXCEPTION 'account % is named by the journal', OLD.id USING ERRCODE = 'foreign_key_violation';
+     END IF;
+     RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+   END $$`,
+  `CREATE TRIGGER clearing_accounts_keep_journal BEFORE DELETE OR UPDATE OF id ON clearing_accounts
+     FOR EACH ROW EXECUTE FUNCTION clearing_keep_journal_accounts()`,
 ];
 
 /** Replaces the batch's locking and the posting trigger, and drops the postings' account foreign key. */
@@ -59,6 +69,8 @@ export async function up(knex: Knex): Promise<void> {
 
 /** Restores the functions of migration 014 and the foreign key (development only). */
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('DROP TRIGGER clearing_accounts_keep_journal ON clearing_accounts');
+  await knex.raw('DROP FUNCTION clearing_keep_journal_accounts()');
   await knex.raw('ALTER FUNCTION clearing_check_balanced() RESET enable_seqscan');
   await knex.raw('DROP FUNCTION clearing_op_post(jsonb, text[])');
   // 014's down restores every function of 005 (the trigger included); its up then replaces its own.

@@ -11,8 +11,9 @@ import { RESOLVE_SQL } from '../src/clearing/accounts.ts';
 import { rawQuery } from '../src/db/raw-sql.ts';
 import { settleOp } from '../src/clearing/settlements.ts';
 import { keysOf } from '../src/clearing/op-keys.ts';
-import { APPLY_SQL, applyBatch, WritePath, writePathOptionsFromEnv, type BatchRunner, type LedgerOp } from '../src/clearing/write-path.ts';
+import { APPLY_SQL, applyBatch, WritePath, writePathOptionsFromEnv, type BatchRunner, type LedgerOp, type OpOutcome } from '../src/clearing/write-path.ts';
 import { HttpError } from '../src/http/errors.ts';
+import { MAX_BALANCE_MICROS } from '../src/contracts/money.ts';
 import { inOneHour, unique, useTestBinding } from './helpers/clearing.ts';
 
 const binding = useTestBinding();
@@ -187,6 +188,43 @@ test('issue 12 §1: every function of the write path is PL/pgSQL (a LANGUAGE sql
       WHERE p.proname LIKE 'clearing\\_%' AND l.lanname <> 'plpgsql' ORDER BY p.proname`,
   );
   assert.deepEqual(rows, []);
+});
+
+test('issue 12 §1: an account the journal names cannot be deleted nor renamed (what the postings\' foreign key refused); one it does not name can', async () => {
+  const named = await binding.funded(500, 'named');
+  const unnamed = await binding.account('unnamed');
+  await assert.rejects(binding.db.knex('clearing_accounts').where({ id: named }).delete(), (error: any) => error.code === '23503' && error.message.includes(`account ${named} is named by the journal`));
+  await assert.rejects(binding.db.knex('clearing_accounts').where({ id: named }).update({ id: `${named}-renamed` }), (error: any) => error.code === '23503');
+  assert.equal((await binding.balanceOf(named)).balance, 500);
+  await binding.db.knex('clearing_accounts').where({ id: unnamed }).delete();
+  assert.deepEqual(await binding.db.knex('clearing_accounts').whereIn('id', [named, unnamed]).pluck('id'), [named]);
+});
+
+test('issue 12 §1: a batch whose settles skip their own lock still holds every account it locked up front, through a refused settle, until it commits', { skip: !process.env.DATABASE_URL && 'PGlite has one connection: no second one to try the lock from' }, async () => {
+  const payer = await binding.funded(1_000_000, 'payer');
+  const owner = await binding.account('owner');
+  // Credited only by a write refused after its trigger moved the balance: only the batch's own lock is left on it.
+  const refused = await binding.account('refused');
+  const batch = [
+    settleOp({ txnId: unique('held'), caller: payer, owner, rate: 100, retail: 120 }),
+    settleOp({ txnId: unique('held'), caller: payer, owner: unique('nobody'), rate: 100, retail: 120 }),
+    creditOp(refused, MAX_BALANCE_MICROS + 1),
+    settleOp({ txnId: unique('held'), caller: payer, owner, rate: 100, retail: 120 }),
+  ];
+  const trx = await binding.db.knex.transaction();
+  try {
+    const { rows } = await trx.raw('SELECT clearing_apply(?::jsonb) AS outcomes', [JSON.stringify(batch)]);
+    assert.deepEqual(rows[0].outcomes.map((o: OpOutcome) => o.applied ?? o.error.sqlstate), [true, 'H1404', 'H1460', true]);
+    for (const account of [payer, owner, refused]) {
+      await assert.rejects(binding.db.knex.raw('SELECT 1 FROM clearing_accounts WHERE id = ? FOR UPDATE NOWAIT', [account]), (error: any) => error.code === '55P03');
+    }
+    await trx.commit();
+  } finally {
+    if (!trx.isCompleted()) await trx.rollback();
+  }
+  assert.equal((await binding.balanceOf(payer)).balance, 1_000_000 - 240);
+  assert.equal((await binding.balanceOf(owner)).balance, 200);
+  assert.equal((await binding.balanceOf(refused)).balance, 0);
 });
 
 test('issue 12 §1: the statements of a batch and the zero-sum check at commit are planned without sequential scans, so a small, just-vacuumed accounts table keeps its index lookups', async () => {

@@ -36,9 +36,10 @@ const DERIVED: Record<string, Record<string, unknown>> = { clearing_accounts: { 
 
 /**
  * Loading order the foreign keys do not show: the posting trigger adds each posting to its
- * machinery account's stripes, so the stripes (restored at zero) must exist before the postings.
+ * account's balance row or its machinery account's stripes, and refuses an account with neither,
+ * so the accounts and the stripes (restored at zero) must exist before the postings.
  */
-const TRIGGER_PARENTS: Record<string, string[]> = { clearing_postings: ['clearing_machinery_balances'] };
+const TRIGGER_PARENTS: Record<string, string[]> = { clearing_postings: ['clearing_accounts', 'clearing_machinery_balances'] };
 
 /** The stores of a target: one Postgres, or the two PGlite directories. */
 export function storesOf(gateway: Knex, clearing: Knex | null): Store[] {
