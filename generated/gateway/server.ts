@@ -1462,7 +1462,7 @@ export const schemaDocument = {
       },
       "Mandate": {
         "title": "Holon mandate, v0",
-        "description": "What a caller may do: which agents it may call, what needs a human's approval, and how much it may spend (gateway §1 'Admit', §3 'Delegation'). An issuer grants it to a grantee; the gateway checks every call against it (`checkCall`) and derives narrower sub-mandates for delegated runs (`checkAttenuation`). Unknown fields are refused. Money is a decimal string in `budget.currency` with at most 6 decimals; internally integer micro-units. Rules beside this schema, enforced by `src/contracts/mandate.ts`: a root mandate's id is in its issuer's namespace; every `@range` is a valid semver range; every `fx` rate is more than 0 and `fx` has no entry for `budget.currency` itself.",
+        "description": "What a caller may do: which agents it may call, what needs a human's approval, and how much it may spend (gateway §1 'Admit', §3 'Delegation'). An issuer grants it to a grantee; the gateway checks every call against it (`checkCall`) and derives narrower sub-mandates for delegated runs (`checkAttenuation`). Unknown fields are refused. Money is a decimal string in `budget.currency` with at most 6 decimals; internally integer micro-units. Rules beside this schema, enforced by `src/contracts/mandate.ts`: a root mandate's id is in its issuer's namespace and has no dot; every `@range` is a valid semver range; every `fx` rate is more than 0 and `fx` has no entry for `budget.currency` itself.",
         "type": "object",
         "additionalProperties": false,
         "required": [
@@ -1474,7 +1474,7 @@ export const schemaDocument = {
         ],
         "properties": {
           "id": {
-            "description": "`issuer/name` for a root mandate (`alice/bookkeeping-q4`). A sub-mandate derived for a delegated run appends the receipt id with a dot (`alice/bookkeeping-q4.r4`) and keeps the root issuer's namespace.",
+            "description": "`issuer/name` for a root mandate (`alice/bookkeeping-q4`), with no dot in `name` (refused where a root mandate is stored: `POST /v0/mandates`, the dev gateway's mandate files). A sub-mandate derived for a delegated run appends the receipt id with a dot (`alice/bookkeeping-q4.r4`) and keeps the root issuer's namespace, so the root of any id is the part before its first dot.",
             "type": "string",
             "pattern": "^[a-z0-9][a-z0-9-]{0,37}[a-z0-9]/[a-z0-9](?:[a-z0-9.-]{0,198}[a-z0-9])?$"
           },

@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Create a root mandate (gateway §7 "Extra endpoints")
-         * @description Human key. The body is a mandate document (`mandate.schema.json`); the id is put in the caller's namespace (`name` or `<handle>/name`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
+         * @description Human key. The body is a mandate document (`mandate.schema.json`); the id is put in the caller's namespace (`name` or `<handle>/name`; no dot: a dot joins a derived sub-mandate to its root, gateway §3, so `v1.5` is refused 422 `invalid_mandate`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
          */
         post: operations["create-mandate"];
         delete?: never;
@@ -854,10 +854,10 @@ export interface components {
         };
         /**
          * Holon mandate, v0
-         * @description What a caller may do: which agents it may call, what needs a human's approval, and how much it may spend (gateway §1 'Admit', §3 'Delegation'). An issuer grants it to a grantee; the gateway checks every call against it (`checkCall`) and derives narrower sub-mandates for delegated runs (`checkAttenuation`). Unknown fields are refused. Money is a decimal string in `budget.currency` with at most 6 decimals; internally integer micro-units. Rules beside this schema, enforced by `src/contracts/mandate.ts`: a root mandate's id is in its issuer's namespace; every `@range` is a valid semver range; every `fx` rate is more than 0 and `fx` has no entry for `budget.currency` itself.
+         * @description What a caller may do: which agents it may call, what needs a human's approval, and how much it may spend (gateway §1 'Admit', §3 'Delegation'). An issuer grants it to a grantee; the gateway checks every call against it (`checkCall`) and derives narrower sub-mandates for delegated runs (`checkAttenuation`). Unknown fields are refused. Money is a decimal string in `budget.currency` with at most 6 decimals; internally integer micro-units. Rules beside this schema, enforced by `src/contracts/mandate.ts`: a root mandate's id is in its issuer's namespace and has no dot; every `@range` is a valid semver range; every `fx` rate is more than 0 and `fx` has no entry for `budget.currency` itself.
          */
         Mandate: {
-            /** @description `issuer/name` for a root mandate (`alice/bookkeeping-q4`). A sub-mandate derived for a delegated run appends the receipt id with a dot (`alice/bookkeeping-q4.r4`) and keeps the root issuer's namespace. */
+            /** @description `issuer/name` for a root mandate (`alice/bookkeeping-q4`), with no dot in `name` (refused where a root mandate is stored: `POST /v0/mandates`, the dev gateway's mandate files). A sub-mandate derived for a delegated run appends the receipt id with a dot (`alice/bookkeeping-q4.r4`) and keeps the root issuer's namespace, so the root of any id is the part before its first dot. */
             id: string;
             /** @description Who grants the mandate and answers for its spending: an account handle (`alice`) for a root mandate, or, for a sub-mandate, the grantee of its parent (the agent that is delegating). */
             issuer: components["schemas"]["Mandate_principal"];

@@ -30,6 +30,29 @@ export interface Mandate {
   expires_at_ms: number | null;
 }
 
+/**
+ * What joins a derived sub-mandate's id to its parent's: `alice/q4.r4` is derived from `alice/q4`
+ * for the run of receipt `r4` (gateway §3). A root mandate's id never holds it, so the root of any
+ * id is the part before the first one.
+ */
+const DERIVED_JOIN = '.';
+
+/**
+ * The root mandate of a mandate id (gateway §3): a root id is its own root; a derived
+ * sub-mandate's id is `<root>.<receipt>[.<receipt>…]`, one receipt per level of delegation, so
+ * its root is what comes before the first dot. Exact because {@link validateRootMandate} refuses
+ * a root id with a dot. The one place the gateway decides which root an id belongs to.
+ */
+export function rootMandateOf(id: string): string {
+  const join = id.indexOf(DERIVED_JOIN);
+  return join === -1 ? id : id.slice(0, join);
+}
+
+/** Whether `id` can name a root mandate: it has no dot (gateway §3; a dot only ever starts a derived sub-mandate's receipt part). */
+export function isRootMandateId(id: string): boolean {
+  return !id.includes(DERIVED_JOIN);
+}
+
 const validateDocument = createValidator({ strict: true, allErrors: true, useDefaults: true }).compile(mandateSchema);
 
 /**
@@ -38,6 +61,25 @@ const validateDocument = createValidator({ strict: true, allErrors: true, useDef
  */
 export function parseMandate(yamlText: string): Mandate {
   return validateMandate(parseYamlDocument(yamlText, 'invalid_mandate', 'mandate'));
+}
+
+/**
+ * Validates a root mandate's document (one an issuer writes, not one derived for a run) as
+ * {@link validateMandate}, and its id has no dot: `alice/v1.5` would read as a sub-mandate derived
+ * from `alice/v1` (gateway §3), so its calls and receipts would be counted under another root.
+ * Throws ContractError `invalid_mandate` (field `id`) naming the id and a name to use instead.
+ */
+export function validateRootMandate(document: unknown): Mandate {
+  const mandate = validateMandate(document);
+  if (!isRootMandateId(mandate.id)) {
+    const suggestion = mandate.id.split(DERIVED_JOIN).join('-');
+    throw new ContractError(
+      'invalid_mandate',
+      `id: "${mandate.id}" has a dot, and a root mandate's id has none: a dot joins a sub-mandate derived for a run to its parent, so "${mandate.id}" would read as derived from "${rootMandateOf(mandate.id)}". Name it without a dot, e.g. "${suggestion}"`,
+      'id',
+    );
+  }
+  return mandate;
 }
 
 /**

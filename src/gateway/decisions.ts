@@ -4,6 +4,7 @@
  * stored input is deleted. Expired approvals are closed first (gateway §7 "Limits").
  */
 import type { Knex } from 'knex';
+import { rootMandateOf } from '../contracts/mandate.ts';
 import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import { decide, expireApprovals, lockApproval, type ApprovalRow } from './approvals.ts';
@@ -16,7 +17,7 @@ export type DecisionResult = { run: CallResult } | { rejected: ApprovalRow };
 /** Closes a held call's receipt with `status` and `code` (nothing ran, nothing was billed). */
 async function closeHeldReceipt(db: Knex | Knex.Transaction, id: string, status: 'rejected' | 'failed', code: string, message: string): Promise<void> {
   const receipt = await readReceipt(db, id);
-  if (receipt) await saveReceipt(db, { ...receipt, status, error: { code, message } }, receipt.mandate.split('.')[0]);
+  if (receipt) await saveReceipt(db, { ...receipt, status, error: { code, message } }, rootMandateOf(receipt.mandate));
 }
 
 const EXPIRED = 'the approval was not decided within 7 days; nothing ran and nothing was billed';

@@ -12,7 +12,7 @@ import { checkCall, type Admission } from '../contracts/check-call.ts';
 import { ContractError } from '../contracts/errors.ts';
 import { GATEWAY_ERROR_CODES } from '../contracts/manifest.ts';
 import { lineageChain } from '../contracts/lineage.ts';
-import { validateMandate } from '../contracts/mandate.ts';
+import { rootMandateOf, validateMandate } from '../contracts/mandate.ts';
 import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 import { chargeFor, worstCase, type Outcome, type WorstCase } from '../contracts/pricing.ts';
 import { splitCharge, splitLines } from '../contracts/split.ts';
@@ -254,7 +254,7 @@ export class Gateway {
   }
 
   private rootMandate(call: Call): string {
-    return call.mandate.id.split('.')[0];
+    return rootMandateOf(call.mandate.id);
   }
 
   /**

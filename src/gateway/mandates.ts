@@ -9,7 +9,7 @@
  */
 import type { Knex } from 'knex';
 import { int } from '../db/index.ts';
-import { validateMandate, type Mandate } from '../contracts/mandate.ts';
+import { isRootMandateId, validateMandate, validateRootMandate, type Mandate } from '../contracts/mandate.ts';
 import { formatMoney, type Micros } from '../contracts/money.ts';
 import { namedStatement, runnerOf } from '../db/raw-sql.ts';
 import { NEXT_RECEIPT_SQL, receiptIdOf } from './receipts.ts';
@@ -53,10 +53,12 @@ const ROOT_MANDATE_AND_RECEIPT = namedStatement<'id'>('holon_gateway_root_mandat
  * Reads a root mandate and its budget figures (one statement), or null: the only kind a door
  * (`/v0`, `/mcp`) may name. A derived sub-mandate (gateway §3) is null here, like a mandate that
  * does not exist: it is usable only by the run it was derived for, which holds it (issue 8
- * §1.1). `receipt_id`: also draw a new receipt id in the same statement (a call's first read;
+ * §1.1). So is any id with a dot, unread: a root id has none (`validateRootMandate`), and a root
+ * stored with one before that rule would count its calls under another root. `receipt_id`: also draw a new receipt id in the same statement (a call's first read;
  * none is drawn when there is no such mandate). Throws ContractError when a stored document is no longer valid.
  */
 export async function loadMandate(db: Knex | Knex.Transaction, id: string, options: { receipt_id?: boolean } = {}): Promise<LoadedMandate | null> {
+  if (!isRootMandateId(id)) return null;
   const read = options.receipt_id ? ROOT_MANDATE_AND_RECEIPT : ROOT_MANDATE;
   const [row] = await runnerOf(db)(read.statement, read.values({ id }));
   if (!row) return null;
@@ -68,7 +70,8 @@ export async function loadMandate(db: Knex | Knex.Transaction, id: string, optio
 }
 
 /**
- * Stores a mandate document (validated first; throws ContractError `invalid_mandate`). A root
+ * Stores a mandate document (validated first, as a root's when `parent` is null, so a root id
+ * with a dot is refused; throws ContractError `invalid_mandate`). A root
  * mandate already stored with the same id is replaced only when `replace` is set (the dev
  * gateway's own `dev/sandbox`); otherwise the first one stands.
  */
@@ -77,7 +80,7 @@ export async function storeMandate(
   document: Record<string, any>,
   options: { parent: string | null; payer: string; replace?: boolean },
 ): Promise<StoredMandate> {
-  const mandate = validateMandate(document);
+  const mandate = options.parent === null ? validateRootMandate(document) : validateMandate(document);
   const row = {
     id: mandate.id,
     document: JSON.stringify(document),

@@ -8,6 +8,7 @@
  * close it once.
  */
 import type { Knex } from 'knex';
+import { rootMandateOf } from '../contracts/mandate.ts';
 import { parseMoney, type Micros } from '../contracts/money.ts';
 import { closeStrandedApprovals } from './decisions.ts';
 import { closeReservation } from './mandates.ts';
@@ -43,7 +44,7 @@ export async function closeInterrupted(db: Knex, outbox: Outbox, dead: readonly 
       const children = (await childrenOf(trx, receipt.id)).map((child) => child.id);
       const downstream_micros = await paidDownstream(trx, receipt);
       const error = { code: 'gateway_restarted', message: 'the gateway restarted while this call ran; nothing was billed' };
-      await saveReceipt(trx, { ...receipt, status: 'failed', billed: false, cost: costView(0, downstream_micros), children, error }, receipt.mandate.split('.')[0]);
+      await saveReceipt(trx, { ...receipt, status: 'failed', billed: false, cost: costView(0, downstream_micros), children, error }, rootMandateOf(receipt.mandate));
       await closeReservation(trx, receipt.id, downstream_micros > 0 ? downstream_micros : null);
       if (hold_id) await outbox.write(trx, [{ operation: 'release-hold', receipt: receipt.id, body: { holdId: hold_id, reason: 'gateway restarted' } }]);
       closed++;

@@ -7,6 +7,7 @@
 import type Koa from 'koa';
 import type { Knex } from 'knex';
 import type { OperationId, OperationRequest } from '../../generated/gateway/server.ts';
+import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
 import { formatMoney, parseMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
@@ -118,7 +119,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'list-approvals': async (_request, _ctx, principal) => {
       await closeExpiredApprovals(db);
       const roots = new Set(await mandatesInScope(db, principal));
-      const approvals = (await pendingApprovals(db)).filter((row) => roots.has(row.mandate.split('.')[0]));
+      const approvals = (await pendingApprovals(db)).filter((row) => roots.has(rootMandateOf(row.mandate)));
       return { approvals: approvals.map((row) => approvalView(row, 'EUR')) };
     },
 
@@ -217,7 +218,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'create-key': async ({ body }: OperationRequest<'create-key'>, ctx, principal) => {
       const account = (principal as Extract<Principal, { kind: 'human' }>).account;
       await requireScope(db, principal, body.mandate, 'no_such_mandate', 'mandate', body.mandate);
-      if (body.mandate.includes('.')) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${body.mandate}`);
+      if (!isRootMandateId(body.mandate)) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${body.mandate}`);
       const key = await db.transaction(async (trx) => {
         await trx('hosted_accounts').where({ handle: account }).forUpdate().first('handle');
         if ((await liveKeys(trx, account)).length >= MAX_LIVE_KEYS) throw new HttpError(422, 'too_many_keys', `an account holds at most ${MAX_LIVE_KEYS} live keys: revoke one first`);

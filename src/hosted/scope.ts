@@ -5,23 +5,24 @@
  * mandate its account issued; an agent key's is its one mandate; the admin and no key have none.
  */
 import type { Knex } from 'knex';
+import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
 import { HttpError } from '../http/errors.ts';
 import type { Principal } from './principal.ts';
 
-/** The root mandate of a mandate id: a derived sub-mandate is `<root>.<receipt>…`. */
-export const rootOf = (mandate: string): string => mandate.split('.')[0];
-
-/** The root mandates a principal may act under and read, oldest first (none for admin and no key). */
+/**
+ * The root mandates a principal may act under and read, oldest first (none for admin and no key).
+ * A root stored with a dot in its id before that was refused is left out: no door reads it (`loadMandate`).
+ */
 export async function mandatesInScope(db: Knex, principal: Principal): Promise<string[]> {
   if (principal.kind === 'agent') return [principal.mandate];
   if (principal.kind !== 'human') return [];
   const rows = await db('gateway_mandates').whereNull('parent').where({ payer: principal.account }).orderBy([{ column: 'created_at' }, { column: 'id' }]).select('id');
-  return rows.map((row) => row.id as string);
+  return rows.map((row) => row.id as string).filter(isRootMandateId);
 }
 
 /** Whether `mandate` (a root or a derived sub-mandate) is in the principal's scope. */
 export async function inScope(db: Knex, principal: Principal, mandate: string): Promise<boolean> {
-  const root = rootOf(mandate);
+  const root = rootMandateOf(mandate);
   if (principal.kind === 'agent') return root === principal.mandate;
   if (principal.kind !== 'human') return false;
   const row = await db('gateway_mandates').where({ id: root }).whereNull('parent').first('payer');
