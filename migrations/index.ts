@@ -17,6 +17,7 @@ import * as filesEvaluations from './012_files_evaluations.ts';
 import * as mandateBudgetFigures from './013_mandate_budget_figures.ts';
 import * as clearingWritePathCost from './014_clearing_write_path_cost.ts';
 import * as clearingBatchLocks from './015_clearing_batch_locks.ts';
+import * as approvalInputHash from './016_approval_input_hash.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '013_mandate_budget_figures': mandateBudgetFigures,
   '014_clearing_write_path_cost': clearingWritePathCost,
   '015_clearing_batch_locks': clearingBatchLocks,
+  '016_approval_input_hash': approvalInputHash,
 };
 
 /** knex's `migrationSource` over the table above. */

@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { APPROVAL_TTL_MS } from '../src/gateway/approvals.ts';
+import { createHash } from 'node:crypto';
+import { APPROVAL_TTL_MS, inputHash } from '../src/gateway/approvals.ts';
+import { up as rehashHeldInputs } from '../migrations/016_approval_input_hash.ts';
 import { storeMandate } from '../src/gateway/mandates.ts';
 import { flatten, startTestGateway, uniqueHandle, type TestGateway } from './helpers/gateway.ts';
 
@@ -99,6 +101,13 @@ describe('POST /v0/calls: every status', () => {
     assert.equal(response.body.receipt, undefined);
   });
 
+  test('422 invalid_request without a mandate: the dev gateway has no key to take one from; no receipt', async () => {
+    const response = await gw.call({ agent: 'gt/free', input: { marker: 'nowhere' } });
+    assert.deepEqual([response.status, response.body.code], [422, 'invalid_request']);
+    assert.equal(response.body.error, 'invalid request: body.mandate is required: name the mandate the call runs under (only an agent key may leave it out, its calls run under its mandate)');
+    assert.equal(response.body.receipt, undefined);
+  });
+
   test('422 rejected input, checked before admission: an input both invalid and unadmitted answers 422', async () => {
     const mandate = await gw.mandate({ deny: { agents: ['gt/run'] } });
     const response = await gw.call({ mandate: mandate.id, agent: 'gt/run', input: { unexpected: true } });
@@ -175,6 +184,27 @@ describe('approvals', () => {
       assert.equal(again.body.code, 'approval_decided');
     }
     await gw.http.post('/v0/approvals/a999999999').send({}).expect(404);
+  });
+
+  test('approve and run an input whose keys the database reorders: the approval binds the input, not its text', async () => {
+    const mandate = await gw.mandate({ approval: { above: '0.05' } });
+    // jsonb keeps shorter keys first: the held input comes back as { marker, sleep_ms }.
+    const held = await gw.call({ mandate: mandate.id, agent: 'gt/run', input: { sleep_ms: 0, marker: 'reordered' } });
+    assert.equal(held.status, 202);
+    const ran = await gw.http.post(`/v0/approvals/${held.body.approval.id}`).send({}).expect(200);
+    assert.deepEqual([ran.body.output.said, ran.body.receipt.id, ran.body.receipt.status], ['REORDERED', held.body.receipt.id, 'succeeded']);
+    assert.deepEqual((await gw.http.get('/v0/approvals').expect(200)).body.approvals.filter((a: { mandate: string }) => a.mandate === mandate.id), []);
+  });
+
+  test('migration 016 hashes every input still held again, canonically: an approval hashed from the text as sent then runs', async () => {
+    const mandate = await gw.mandate({ approval: { above: '0.05' } });
+    const held = await gw.call({ mandate: mandate.id, agent: 'gt/run', input: { sleep_ms: 0, marker: 'legacy' } });
+    const id = held.body.approval.id;
+    const knex = gw.running.db.knex;
+    await knex('gateway_approvals').where({ id }).update({ input_sha256: createHash('sha256').update('{"sleep_ms":0,"marker":"legacy"}').digest('hex') });
+    await rehashHeldInputs(knex);
+    assert.equal((await row(id)).input_sha256, inputHash({ marker: 'legacy', sleep_ms: 0 }));
+    assert.equal((await gw.http.post(`/v0/approvals/${id}`).send({}).expect(200)).body.output.said, 'LEGACY');
   });
 
   test('reject: nothing runs, the input is deleted, the receipt ends rejected; a second decision is 409', async () => {

@@ -185,18 +185,23 @@ test('an MCP agent receives a signed link per handle; the link serves the bytes 
   assert.equal(expired.body.code, 'link_expired');
 });
 
-test('a handle of another account, a deleted or unknown one is file_not_found, never billed, and the agent is never called', async () => {
+test('a handle of another account, a deleted or unknown one: the call fails 404 file_not_found, never billed, and the agent is never called', async () => {
   const bobs = (await upload(bob.agent, Buffer.from('bob')).expect(201)).body;
   const calls = reader.calls.length;
   const before = await balance(alice);
+  const receipts: string[] = [];
   for (const handle of [bobs.handle, 'holon://files/f_AAAAAAAAAAAAAAAAAAAAAA', 'holon://files/../etc/passwd']) {
     const refused = await hosted.http.post('/v0/calls').set(bearer(alice.agent)).send({ mandate: alice.mandate, agent: 'gtf/reader', input: { file: handle } }).expect(404);
     assert.equal(refused.body.code, 'file_not_found');
-    assert.equal(refused.body.receipt.billed, false);
-    assert.equal(refused.body.receipt.status, 'rejected_input');
+    const { status, error, billed, cost } = refused.body.receipt;
+    assert.deepEqual({ status, code: error.code, billed, total: cost.total }, { status: 'failed', code: 'file_not_found', billed: false, total: '0.00' });
+    assert.equal((await hosted.http.get(`/v0/receipts/${refused.body.receipt.id}`).set(bearer(alice.agent)).expect(200)).body.status, 'failed');
+    receipts.push(refused.body.receipt.id);
   }
   assert.equal(reader.calls.length, calls);
   assert.equal(await balance(alice), before);
+  // The agent never ran: its measured record does not count these calls.
+  assert.deepEqual(await hosted.running.db.knex('call_events').whereIn('receipt', receipts).select('receipt'), []);
 });
 
 test('in a delegated call the owner is still the issuer of the root mandate: the orchestrator cannot pass its own author\'s or anyone else\'s file', async () => {

@@ -1674,14 +1674,13 @@ export const schemaDocument = {
         "type": "object",
         "description": "A call (gateway §5): exactly one of `agent` (`ns/name[@range]`) and `capability`.",
         "required": [
-          "mandate",
           "input"
         ],
         "additionalProperties": false,
         "properties": {
           "mandate": {
             "$ref": "#/components/schemas/Id",
-            "description": "The id of the mandate the call runs under."
+            "description": "The id of the mandate the call runs under. Required, except with a hosted agent key, whose mandate it is (gateway §7 \"Extra endpoints\"): left out, the key's mandate is used."
           },
           "agent": {
             "$ref": "#/components/schemas/Id",
@@ -1696,7 +1695,7 @@ export const schemaDocument = {
           },
           "approval": {
             "$ref": "#/components/schemas/Id",
-            "description": "An approval granted with `{\"run\": false}`: the same call re-submitted runs under it."
+            "description": "An approval granted with `{\"run\": false}`: the same call re-submitted runs under it. Any other call (mandate, agent, input or `max_cost`) is refused 409 `approval_mismatch` and the grant stays for the call it holds."
           },
           "max_cost": {
             "type": "string",
@@ -2002,7 +2001,8 @@ export const schemaDocument = {
             "description": "`ns/name@version`."
           },
           "input_sha256": {
-            "type": "string"
+            "type": "string",
+            "description": "SHA-256 (hex) of the held input's canonical JSON: object keys sorted by code unit, no spaces. A call re-submitted under the approval must have an input with the same hash."
           },
           "max_cost": {
             "oneOf": [

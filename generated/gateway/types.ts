@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * Call an agent or a capability (gateway §1, §5)
-         * @description 200 when the call succeeded, 202 when it is pending approval, 403 when denied, 422 when the input is rejected, 502 when the agent failed. Every answer carries the receipt. Hosted (gateway §7): human or agent key; with an agent key, `mandate` must be the key's mandate. `Idempotency-Key` (per API key): a key already used answers the original receipt with `replayed: true` and `output: null` and runs nothing; a key whose call is running, or was interrupted by a restart, answers 409; the same key with a different body answers 422 `idempotency_key_reused`. With `HOLON_SERVER_TIMING=1` an answer of the call pipeline (not a 404 `no_such_mandate`, a 422 on the request or a replay) carries a `Server-Timing` header: the wall time of each phase the call went through (`mandate`, `admit`, `reserve`, `hold`, `run`, `finish`) and `total`, in ms.
+         * @description 200 when the call succeeded, 202 when it is pending approval, 403 when denied, 422 when the input is rejected, 502 when the agent failed. Every answer carries the receipt. Hosted (gateway §7): human or agent key; with an agent key, the mandate is the key's: `mandate` may be left out, and any other mandate answers 404 `no_such_mandate`. Everywhere else (the dev gateway, a human key) `mandate` is required: 422 `invalid_request` (`body.mandate is required`). With `approval` (hosted), the call must be the one the approval holds, else 409 `approval_mismatch` and the approval is left as it was. `Idempotency-Key` (per API key): a key already used answers the original receipt with `replayed: true` and `output: null` and runs nothing; a key whose call is running, or was interrupted by a restart, answers 409; the same key with a different body answers 422 `idempotency_key_reused`. With `HOLON_SERVER_TIMING=1` an answer of the call pipeline (not a 404 `no_such_mandate`, a 422 on the request or a replay) carries a `Server-Timing` header: the wall time of each phase the call went through (`mandate`, `admit`, `reserve`, `hold`, `run`, `finish`) and `total`, in ms.
          */
         post: operations["call"];
         delete?: never;
@@ -966,15 +966,15 @@ export interface components {
         };
         /** @description A call (gateway §5): exactly one of `agent` (`ns/name[@range]`) and `capability`. */
         CallRequest: {
-            /** @description The id of the mandate the call runs under. */
-            mandate: components["schemas"]["Id"];
+            /** @description The id of the mandate the call runs under. Required, except with a hosted agent key, whose mandate it is (gateway §7 "Extra endpoints"): left out, the key's mandate is used. */
+            mandate?: components["schemas"]["Id"];
             /** @description `ns/name[@range]`: the highest listed version in range. */
             agent?: components["schemas"]["Id"];
             /** @description A capability class; the best implementer the mandate allows. */
             capability?: components["schemas"]["Id"];
             /** @description The agent's input, checked against its `interface.input`. Like the whole body: nested at most 64 levels deep, no NUL and no lone surrogate in any string or key, at most 1 MiB. */
             input: unknown;
-            /** @description An approval granted with `{"run": false}`: the same call re-submitted runs under it. */
+            /** @description An approval granted with `{"run": false}`: the same call re-submitted runs under it. Any other call (mandate, agent, input or `max_cost`) is refused 409 `approval_mismatch` and the grant stays for the call it holds. */
             approval?: components["schemas"]["Id"];
             /** @description The caller's ceiling, a decimal in the mandate's currency ("0.20"), at most 999999999.999999 (the largest amount). Checked by the gateway, so a malformed or larger one is a 422 `invalid_request` with a receipt (gateway §2 "Caller cap", §4). */
             max_cost?: string;
@@ -1053,6 +1053,7 @@ export interface components {
             mandate: string;
             /** @description `ns/name@version`. */
             agent: string;
+            /** @description SHA-256 (hex) of the held input's canonical JSON: object keys sorted by code unit, no spaces. A call re-submitted under the approval must have an input with the same hash. */
             input_sha256: string;
             max_cost: components["schemas"]["Money"] | null;
             worst_case: components["schemas"]["Money"];
@@ -1642,8 +1643,16 @@ export interface operations {
                     "application/json": components["schemas"]["CallRefused"];
                 };
             };
-            404: components["responses"]["NotFound"];
-            /** @description Hosted: the `Idempotency-Key` names a call still running (`idempotent_call_running`) or one a restart interrupted (`idempotent_call_interrupted`: check `GET /v0/receipts`, then send again with a new key). */
+            /** @description No such mandate (`no_such_mandate`, no receipt: there is nothing to write it under), no such agent (`no_such_agent`), or, hosted, a file of the input that is not the caller's, was deleted or never existed (`file_not_found`, gateway §7 "Files": the receipt is `failed`, never billed, the agent never called). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Hosted: the `Idempotency-Key` names a call still running (`idempotent_call_running`) or one a restart interrupted (`idempotent_call_interrupted`: check `GET /v0/receipts`, then send again with a new key); `approval` was not granted with `{"run": false}` or its run was used (`approval_not_granted`); or the call is not the one `approval` holds (`approval_mismatch`: another mandate, agent, input or `max_cost`; nothing ran and the grant is still unused). */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
 import { formatMoney } from '../contracts/money.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError, invalidRequest } from '../http/errors.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
 import { requestLog } from '../http/request-log.ts';
@@ -69,6 +69,14 @@ export interface GatewayAppExtension {
   cross_origin?: HostGateOptions['cross_origin'];
 }
 
+/**
+ * 422 `invalid_request` for a call that names no mandate: `mandate` is optional in the document
+ * only because a hosted agent key's calls run under its mandate (gateway §7 "Extra endpoints");
+ * everywhere else there is no key to take it from.
+ */
+export const mandateRequired = (): HttpError =>
+  invalidRequest('invalid request: body.mandate is required: name the mandate the call runs under (only an agent key may leave it out, its calls run under its mandate)');
+
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`; `Retry-After` and `Server-Timing` when the result has them. */
 export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
   ctx.status = result.http;
@@ -114,7 +122,8 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     },
 
     call: async ({ body }: OperationRequest<'call'>, ctx) => {
-      const result = await gateway.call(body);
+      if (body.mandate === undefined) throw mandateRequired();
+      const result = await gateway.call({ ...body, mandate: body.mandate });
       return answer(ctx, gateway, result, result.receipt.currency);
     },
 

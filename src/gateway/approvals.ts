@@ -29,9 +29,27 @@ export interface ApprovalRow {
   expires_at: string;
 }
 
-/** The SHA-256 of an input's JSON, the binding between an approval and what it approved. */
+/**
+ * The JSON text of `value` with every object's keys in code-unit order: the same text for the same
+ * value whatever order its keys were written in. The held input comes back from a `jsonb` column,
+ * which reorders keys (shorter first), so a hash of the text as sent would not match it.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The SHA-256 (hex) of an input's canonical JSON ({@link canonicalJson}): the binding between an
+ * approval and the input it approved (gateway §1 "Admit"), the same for the input as sent and as
+ * held.
+ */
 export function inputHash(input: unknown): string {
-  return createHash('sha256').update(JSON.stringify(input)).digest('hex');
+  return createHash('sha256').update(canonicalJson(input)).digest('hex');
 }
 
 function rowOf(row: Record<string, any>): ApprovalRow {

@@ -12,6 +12,7 @@ import { checkCall, type Admission } from '../contracts/check-call.ts';
 import { ContractError } from '../contracts/errors.ts';
 import { GATEWAY_ERROR_CODES } from '../contracts/manifest.ts';
 import { lineageChain } from '../contracts/lineage.ts';
+import { parseAgentRef, resolveVersion } from '../contracts/resolve.ts';
 import { rootMandateOf, validateMandate } from '../contracts/mandate.ts';
 import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 import { chargeFor, worstCase, type Outcome, type WorstCase } from '../contracts/pricing.ts';
@@ -149,6 +150,16 @@ class Stop extends Error {
   }
 }
 
+/** A request's `max_cost` in micro-units: null when absent, undefined when malformed (it then matches no approval). */
+function maxCostMicros(max_cost: string | undefined): Micros | null | undefined {
+  if (max_cost === undefined) return null;
+  try {
+    return parseMoney(max_cost, 'max_cost');
+  } catch {
+    return undefined;
+  }
+}
+
 /** The gateway's call pipeline. */
 export class Gateway {
   /** Set by the hosted composition ({@link useFiles}); absent, file handles are plain strings. */
@@ -228,8 +239,13 @@ export class Gateway {
     return result;
   }
 
-  /** The steps of gateway §1 after the mandate read: a refusal (`Stop`) ends them with its receipt. */
+  /**
+   * The steps of gateway §1 after the mandate read: a refusal (`Stop`) ends them with its receipt.
+   * A run under an approval is first matched against it ({@link checkApproved}), before anything
+   * is written under the approval's held receipt.
+   */
   private async steps(call: Call): Promise<CallResult> {
+    if (call.options.approved) this.checkApproved(call.request, call.options.approved);
     try {
       this.parseRequest(call);
       await this.resolve(call);
@@ -244,12 +260,15 @@ export class Gateway {
     }
   }
 
-  /** Writes the receipt of a call refused before it ran (nothing reserved, nothing billed). */
+  /**
+   * Writes the receipt of a call refused before it ran (nothing reserved, nothing billed); the
+   * agent never ran, so its measured record (`call_events`) does not count it.
+   */
   private async stop(call: Call, stop: Stop): Promise<CallResult> {
     call.receipt.status = stop.status;
     call.receipt.error = { code: stop.code, message: stop.message };
     call.receipt.duration_ms = Date.now() - call.started_ms;
-    await this.writeCall(call, stop.http, SAVE_RECEIPT, receiptParams(call.receipt, this.rootMandate(call)));
+    await this.writeCall(call, stop.http, SAVE_RECEIPT, receiptParams(call.receipt, this.rootMandate(call), { measured: false }));
     return { http: stop.http, receipt: call.receipt, error: call.receipt.error, total_micros: 0, ...(stop.retry_after_s === undefined ? {} : { retry_after_s: stop.retry_after_s }) };
   }
 
@@ -297,17 +316,22 @@ export class Gateway {
     }
   }
 
-  /** §1 "Resolve": a name picks the highest listed version in range; a capability, the best implementer the mandate allows. */
+  /**
+   * §1 "Resolve": a name picks the highest listed version in range; a capability, the best
+   * implementer the mandate allows. A run under an approval runs the exact version approved
+   * (the request was matched against it first: {@link checkApproved}).
+   */
   private async resolve(call: Call): Promise<void> {
     const { registry } = this.deps;
-    if (call.request.agent !== undefined) {
+    const ref = call.options.approved?.agent ?? call.request.agent;
+    if (ref !== undefined) {
       let listed: ListedAgent | null;
       try {
-        listed = registry.resolve(call.request.agent);
+        listed = registry.resolve(ref);
       } catch (error) {
         throw new Stop('rejected_input', 422, 'invalid_request', (error as Error).message);
       }
-      if (!listed) throw new Stop('denied', 404, 'no_such_agent', registry.missing(call.request.agent));
+      if (!listed) throw new Stop('denied', 404, 'no_such_agent', registry.missing(ref));
       call.agent = listed;
     } else {
       call.agent = await this.bestImplementer(call, call.request.capability!);
@@ -352,13 +376,16 @@ export class Gateway {
    * Gateway §7 "Files": a caller passes only its own files, the owner being the issuer of the
    * root mandate, delegated calls included. Checked before admission (nothing is held for
    * approval with someone else's file) and again when an approved call runs, which also signs
-   * fresh links. Refused 404 `file_not_found` (or 422 `too_many_files`), never billed.
+   * fresh links. Someone else's, a deleted or an unknown file: the call fails 404
+   * `file_not_found` (receipt `failed`: §7 "the call fails with `file_not_found`"; 404 as for
+   * anything out of the caller's scope), never billed, the agent never called. More handles than
+   * the bound: 422 `too_many_files`, `rejected_input` like any input the gateway refuses.
    */
   private async checkFiles(files: FileAttacher, call: Call): Promise<void> {
     const root = this.rootMandate(call);
     const issuer = root === call.mandate.id ? call.mandate.mandate.issuer : (await loadMandate(this.deps.db, root))!.mandate.issuer;
     const attached = await files(call.request.input, issuer);
-    if (!attached.ok) throw new Stop('rejected_input', attached.code === 'file_not_found' ? 404 : 422, attached.code, attached.message);
+    if (!attached.ok) throw attached.code === 'file_not_found' ? new Stop('failed', 404, attached.code, attached.message) : new Stop('rejected_input', 422, attached.code, attached.message);
     call.files = attached.links;
   }
 
@@ -381,7 +408,8 @@ export class Gateway {
 
   /**
    * §1 "Admit": checkCall against what remains of the budget. `deny` stops with 403; `approve`
-   * holds the call as a pending approval (202) unless this run was granted by that approval.
+   * holds the call as a pending approval (202) unless this is the run of an approved approval
+   * (matched against it before any step: {@link checkApproved}).
    */
   private async admit(call: Call): Promise<CallResult | null> {
     const agent = call.agent!;
@@ -395,7 +423,7 @@ export class Gateway {
     const slot = this.slotRefusal(call, agent, worst.worst_case_micros, call.request.capability ?? null);
     if (slot !== null) throw new Stop('denied', 403, 'outside_declared_calls', slot);
     call.worst = worst;
-    if (admission.decision === 'approve' && !this.grantedBy(call, call.options.approved)) {
+    if (admission.decision === 'approve' && call.options.approved?.status !== 'approved') {
       // The approval and its held receipt in one transaction: neither exists without the other.
       const approval = await this.deps.db.transaction(async (trx) => {
         const created = await createApproval(trx, {
@@ -418,16 +446,43 @@ export class Gateway {
     return null;
   }
 
-  /** Whether `approval` grants this exact call: the same mandate, exact version, input and `max_cost` (§1 "Admit"). */
-  private grantedBy(call: Call, approval: ApprovalRow | undefined): boolean {
-    return (
-      approval !== undefined &&
-      approval.status === 'approved' &&
-      approval.mandate === call.mandate.id &&
-      approval.agent === call.receipt.agent &&
-      approval.input_sha256 === inputHash(call.request.input) &&
-      approval.max_cost_micros === call.max_cost_micros
+  /**
+   * Throws HttpError 409 `approval_mismatch` unless `request` is the call `approval` holds (§1
+   * "Admit", §7 "Approvals": bound to the mandate, the exact agent version, the input's hash and
+   * `max_cost`): the same mandate, an `agent` whose range admits the approved version (or a
+   * `capability` it implements), an input with the same canonical hash (`inputHash`), and the
+   * same `max_cost` in micro-units (or none on both). The sentence names every difference.
+   * Reads and writes nothing, so a refused call leaves the approval (and a grant) as it was.
+   */
+  checkApproved(request: CallRequest, approval: ApprovalRow): void {
+    const differences: string[] = [];
+    if (request.mandate !== approval.mandate) differences.push(`it is under mandate ${approval.mandate}, this call names ${request.mandate}`);
+    if (!this.namesApproved(request, approval)) differences.push(`it is for ${approval.agent}, this call names ${request.agent ?? request.capability ?? 'no agent'}`);
+    const hash = inputHash(request.input);
+    if (hash !== approval.input_sha256) differences.push(`it is for the input with SHA-256 ${approval.input_sha256}, this input's is ${hash}`);
+    if (maxCostMicros(request.max_cost) !== approval.max_cost_micros) {
+      differences.push(`it is for max_cost ${approval.max_cost_micros === null ? 'none' : formatMoney(approval.max_cost_micros)}, this call sends ${request.max_cost ?? 'none'}`);
+    }
+    if (differences.length === 0) return;
+    throw new HttpError(
+      409,
+      'approval_mismatch',
+      `approval ${approval.id} was given for another call: ${differences.join('; ')}. Nothing ran and the approval is unchanged: send the call it holds with approval ${approval.id}, or this call without approval to ask again`,
     );
+  }
+
+  /** Whether the request's `agent` range admits the approved version, or its `capability` is one the approved version implements. */
+  private namesApproved(request: CallRequest, approval: ApprovalRow): boolean {
+    const { id, range: version } = parseAgentRef(approval.agent);
+    if (request.agent !== undefined && request.capability === undefined) {
+      try {
+        return parseAgentRef(request.agent).id === id && resolveVersion(request.agent, [version!]) === version;
+      } catch {
+        return false;
+      }
+    }
+    if (request.capability !== undefined && request.agent === undefined) return this.deps.registry.manifestOf(approval.agent)?.capabilities.includes(request.capability) ?? false;
+    return false;
   }
 
   /**

@@ -70,19 +70,25 @@ export interface SaveOptions {
    * statement that locks it, so a call that restart recovery closed meanwhile writes nothing.
    */
   only_running?: boolean;
+  /**
+   * Whether a `succeeded` or `failed` receipt lands in `call_events`, the agent's measured record
+   * (default true); false for a call refused before its agent ran (gateway §7 "The journal":
+   * every finished run is measured, and a refusal is no run).
+   */
+  measured?: boolean;
 }
 
 /** The parameters of {@link receiptCtes}. */
 export type ReceiptParam =
   | 'receipt_id' | 'parent' | 'root_mandate' | 'status' | 'document' | 'created_at' | 'hold_id' | 'process' | 'only_running'
-  | 'agent' | 'error_code' | 'latency_ms' | 'cost_micros' | 'delegated' | 'approval';
+  | 'agent' | 'error_code' | 'latency_ms' | 'cost_micros' | 'delegated' | 'approval' | 'measured';
 
 /**
  * Writing a receipt as CTEs, for a statement that may write more with it (gateway §4, §7 "The
  * journal"): `written` has the receipt's id when it was written (inserted, or overwritten: only
  * while still `running` under `only_running`, in the same statement that locks it, so a call
  * that restart recovery closed meanwhile writes nothing); `event` lands a finished run (succeeded
- * or failed) once in the append-only `call_events`; `approval` deletes the held input of a
+ * or failed, and `measured`) once in the append-only `call_events`; `approval` deletes the held input of a
  * decided approval once its run's final receipt is written (issue 8 §1.5). `guard`: a CTE that
  * must have a row for the receipt to be written.
  */
@@ -96,7 +102,7 @@ export const receiptCtes = (guard: string | null) => `written AS (
   event AS (
     INSERT INTO call_events (receipt, agent, status, error, latency_ms, cost_micros, delegated)
     SELECT id, :agent::text, :status::text, :error_code::text, :latency_ms::integer, :cost_micros::bigint, :delegated::boolean
-    FROM written WHERE :status::text IN ('succeeded', 'failed')
+    FROM written WHERE :measured::boolean AND :status::text IN ('succeeded', 'failed')
     ON CONFLICT (receipt) DO NOTHING),
   approval AS (
     UPDATE gateway_approvals SET input = NULL
@@ -121,6 +127,7 @@ export function receiptParams(receipt: Receipt, root_mandate: string, options: S
     cost_micros: receipt.billed ? parseMoney(receipt.cost.own) : 0,
     delegated: receipt.parent !== null,
     approval: receipt.approval ?? null,
+    measured: options.measured ?? true,
   };
 }
 

@@ -20,14 +20,19 @@ export async function grantApproval(db: Knex, id: string): Promise<ApprovalRow> 
 }
 
 /**
- * Takes a granted approval for the one run it allows. Throws 409 `approval_not_granted` when it
- * was not granted with `{"run": false}`, or was used already.
+ * Takes a granted approval for the one run it allows, under a lock on the approval (of two
+ * resends at once, one takes it). `check` throws when the re-submitted call is not the call the
+ * approval holds (`Gateway.checkApproved`, 409 `approval_mismatch`): then the grant is left
+ * unused, for the exact call. Throws 409 `approval_not_granted` when it was not granted with
+ * `{"run": false}`, or was used already.
  */
-export async function useGrant(trx: Knex.Transaction, id: string): Promise<ApprovalRow> {
-  const used = await trx('hosted_approval_grants').where({ approval: id }).whereNull('used_at').update({ used_at: trx.raw('clock_timestamp()') }).returning('approval');
+export async function useGrant(trx: Knex.Transaction, id: string, check: (approval: ApprovalRow) => void): Promise<ApprovalRow> {
   const approval = await lockApproval(trx, id);
-  if (used.length === 0 || !approval) {
+  const grant = approval && (await trx('hosted_approval_grants').where({ approval: id }).whereNull('used_at').first('approval'));
+  if (!approval || !grant) {
     throw new HttpError(409, 'approval_not_granted', `approval ${id} was not granted with {"run": false}, or its run was used already`);
   }
+  check(approval);
+  await trx('hosted_approval_grants').where({ approval: id }).update({ used_at: trx.raw('clock_timestamp()') });
   return approval;
 }

@@ -11,17 +11,17 @@
 import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { Knex } from 'knex';
-import type { OperationRequest } from '../../generated/gateway/server.ts';
-
-type CallBody = OperationRequest<'call'>['body'];
 import { HttpError } from '../http/errors.ts';
 import { answer } from '../gateway/app.ts';
 import { approvalView, lockApproval } from '../gateway/approvals.ts';
-import type { CallOptions, CallResult, Gateway, ReceiptRecorder } from '../gateway/lifecycle.ts';
+import type { CallOptions, CallRequest, CallResult, Gateway, ReceiptRecorder } from '../gateway/lifecycle.ts';
 import { readReceipt } from '../gateway/receipts.ts';
 import { useGrant } from './grants.ts';
 import type { Principal } from './principal.ts';
 import { requireScope } from './scope.ts';
+
+/** A call as the hosted gateway runs it: its mandate settled (named, or the agent key's), and the approval it re-submits under, if any. */
+type CallBody = CallRequest & { approval?: string };
 
 /** Longest idempotency key, in characters (printable ASCII only). */
 export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
@@ -87,7 +87,8 @@ function claimRecorder(owner: { key_prefix: string; idempotency_key: string; req
 
 /**
  * Runs `POST /v0/calls` for a principal: with `approval`, the one run a `{"run": false}` grant
- * allows; with an `Idempotency-Key`, at most once per API key. Throws 422 for a malformed key.
+ * allows, only for the call the approval holds (else 409 `approval_mismatch`, the grant left
+ * unused); with an `Idempotency-Key`, at most once per API key. Throws 422 for a malformed key.
  */
 export async function idempotentCall(deps: { db: Knex; gateway: Gateway }, ctx: Koa.Context, principal: Principal, body: CallBody): Promise<unknown> {
   const { db, gateway } = deps;
@@ -103,7 +104,7 @@ export async function idempotentCall(deps: { db: Knex; gateway: Gateway }, ctx: 
   }
   const run = async (options: CallOptions): Promise<CallResult> => {
     if (approval_id === undefined) return gateway.call(request, options);
-    const approved = await db.transaction((trx) => useGrant(trx, approval_id));
+    const approved = await db.transaction((trx) => useGrant(trx, approval_id, (approval) => gateway.checkApproved(request, approval)));
     return gateway.call(request, { ...options, receipt: approved.receipt, approved });
   };
   if (key === '') return answer(ctx, gateway, await run({}), 'EUR');

@@ -11,6 +11,7 @@ import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
 import { formatMoney, parseMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
+import { mandateRequired } from '../gateway/app.ts';
 import { accountPage, DEFAULT_ACCOUNTS_PAGE } from '../gateway/account-pages.ts';
 import { approvalView, lockApproval, pendingApprovals, type ApprovalRow } from '../gateway/approvals.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from '../gateway/clearing.ts';
@@ -112,8 +113,11 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     },
 
     call: async (request: OperationRequest<'call'>, ctx, principal) => {
-      await requireScope(db, principal, request.body.mandate, 'no_such_mandate', 'mandate', request.body.mandate);
-      return idempotentCall(deps, ctx, principal, request.body);
+      // With an agent key, the mandate is the key's (§7 "Extra endpoints"); any other is out of its scope (404).
+      const mandate = request.body.mandate ?? (principal.kind === 'agent' ? principal.mandate : null);
+      if (mandate === null) throw mandateRequired();
+      await requireScope(db, principal, mandate, 'no_such_mandate', 'mandate', mandate);
+      return idempotentCall(deps, ctx, principal, { ...request.body, mandate });
     },
 
     'list-approvals': async (_request, _ctx, principal) => {

@@ -384,9 +384,9 @@ export type Mandate = {
  */
 export type CallRequest = {
     /**
-     * The id of the mandate the call runs under.
+     * The id of the mandate the call runs under. Required, except with a hosted agent key, whose mandate it is (gateway §7 "Extra endpoints"): left out, the key's mandate is used.
      */
-    mandate: Id;
+    mandate?: Id;
     /**
      * `ns/name[@range]`: the highest listed version in range.
      */
@@ -400,7 +400,7 @@ export type CallRequest = {
      */
     input: unknown;
     /**
-     * An approval granted with `{"run": false}`: the same call re-submitted runs under it.
+     * An approval granted with `{"run": false}`: the same call re-submitted runs under it. Any other call (mandate, agent, input or `max_cost`) is refused 409 `approval_mismatch` and the grant stays for the call it holds.
      */
     approval?: Id;
     /**
@@ -512,6 +512,9 @@ export type Approval = {
      * `ns/name@version`.
      */
     agent: string;
+    /**
+     * SHA-256 (hex) of the held input's canonical JSON: object keys sorted by code unit, no spaces. A call re-submitted under the approval must have an input with the same hash.
+     */
     input_sha256: string;
     max_cost: Money | null;
     worst_case: Money;
@@ -1187,11 +1190,11 @@ export type CallErrors = {
      */
     403: CallRefused;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such mandate (`no_such_mandate`, no receipt: there is nothing to write it under), no such agent (`no_such_agent`), or, hosted, a file of the input that is not the caller's, was deleted or never existed (`file_not_found`, gateway §7 "Files": the receipt is `failed`, never billed, the agent never called).
      */
     404: ErrorBody;
     /**
-     * Hosted: the `Idempotency-Key` names a call still running (`idempotent_call_running`) or one a restart interrupted (`idempotent_call_interrupted`: check `GET /v0/receipts`, then send again with a new key).
+     * Hosted: the `Idempotency-Key` names a call still running (`idempotent_call_running`) or one a restart interrupted (`idempotent_call_interrupted`: check `GET /v0/receipts`, then send again with a new key); `approval` was not granted with `{"run": false}` or its run was used (`approval_not_granted`); or the call is not the one `approval` holds (`approval_mismatch`: another mandate, agent, input or `max_cost`; nothing ran and the grant is still unused).
      */
     409: ErrorBody;
     /**
