@@ -6,8 +6,12 @@
  * still holds its input (pending, or approved and not yet run) is hashed again from it; the
  * others keep the hash they were decided with.
  */
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
-import { inputHash } from '../src/gateway/approvals.ts';
+
+/** The hash as this migration defines it, written out so the migration never changes with `src/`. */
+const inputHash = (input: unknown): string => createHash('sha256').update(canonicalize(input) ?? 'null').digest('hex');
 
 /** Rehashes the held inputs, one row at a time (at most the approvals of the last 7 days). */
 export async function up(knex: Knex): Promise<void> {

@@ -5,6 +5,7 @@
  * approval is used or rejected, and pending approvals expire after 7 days, forgetting it.
  */
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
 import { int, iso } from '../db/index.ts';
 import { formatMoney, type Micros } from '../contracts/money.ts';
@@ -30,26 +31,13 @@ export interface ApprovalRow {
 }
 
 /**
- * The JSON text of `value` with every object's keys in code-unit order: the same text for the same
- * value whatever order its keys were written in. The held input comes back from a `jsonb` column,
- * which reorders keys (shorter first), so a hash of the text as sent would not match it.
- */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-/**
- * The SHA-256 (hex) of an input's canonical JSON ({@link canonicalJson}): the binding between an
- * approval and the input it approved (gateway §1 "Admit"), the same for the input as sent and as
- * held.
+ * The SHA-256 (hex) of an input's canonical JSON (RFC 8785, by `canonicalize`): the binding between
+ * an approval and the input it approved (gateway §1 "Admit"). Canonical, not the text as sent: the
+ * held input comes back from a `jsonb` column with its keys reordered (shorter first), and must
+ * hash the same as the input a caller re-sends.
  */
 export function inputHash(input: unknown): string {
-  return createHash('sha256').update(canonicalJson(input)).digest('hex');
+  return createHash('sha256').update(canonicalize(input) ?? 'null').digest('hex');
 }
 
 function rowOf(row: Record<string, any>): ApprovalRow {
