@@ -197,7 +197,7 @@ export interface paths {
         };
         /**
          * Balances (gateway §5)
-         * @description The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account and `holon`.
+         * @description The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account that holds money (gateway §7 "see all balances"): every signed-up account, the author of every listed agent (the shipped agents' `holon-labs` included) and `holon`. The binding's machinery (`external:*`, where credit comes from, whose balance is the negative of all credit given) is nobody's money and is not listed.
          */
         get: operations["list-accounts"];
         put?: never;

@@ -154,7 +154,7 @@ export const readMandate = <ThrowOnError extends boolean = false>(options: Optio
 /**
  * Balances (gateway §5)
  *
- * The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account and `holon`.
+ * The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account that holds money (gateway §7 "see all balances"): every signed-up account, the author of every listed agent (the shipped agents' `holon-labs` included) and `holon`. The binding's machinery (`external:*`, where credit comes from, whose balance is the negative of all credit given) is nobody's money and is not listed.
  */
 export const listAccounts = <ThrowOnError extends boolean = false>(options?: Options<ListAccountsData, ThrowOnError>) => (options?.client ?? client).get<ListAccountsResponses, ListAccountsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
