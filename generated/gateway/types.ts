@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Create a root mandate (gateway §7 "Extra endpoints")
-         * @description Human key. The body is a mandate document (`mandate.schema.json`); the id is put in the caller's namespace (`name` or `<handle>/name`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
+         * @description Human key. The body is a mandate document ([`/mandate.schema.json`](/mandate.schema.json)); the id is put in the caller's namespace (`name` or `<handle>/name`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
          */
         post: operations["create-mandate"];
         delete?: never;

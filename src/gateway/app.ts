@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
+import { mandateSchema, manifestSchema } from '../contracts/schemas.ts';
 import { HttpError } from '../http/errors.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
@@ -182,7 +183,8 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     }),
   );
   app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'], cross_origin: options.extension?.cross_origin }));
-  app.use(servedDocuments(gatewayDocument, 'Holon gateway'));
+  // The schema files the document's description links to, as `openapi/` holds them (README "Contract first").
+  app.use(servedDocuments(gatewayDocument, 'Holon gateway', { '/manifest.schema.json': manifestSchema, '/mandate.schema.json': mandateSchema }));
   for (const middleware of options.extension?.middleware ?? []) app.use(middleware);
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger, session: options.extension?.mcp_session });
   app.use(mcp);

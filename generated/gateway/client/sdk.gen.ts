@@ -250,7 +250,7 @@ export const listMandates = <ThrowOnError extends boolean = false>(options?: Opt
 /**
  * Create a root mandate (gateway §7 "Extra endpoints")
  *
- * Human key. The body is a mandate document (`mandate.schema.json`); the id is put in the caller's namespace (`name` or `<handle>/name`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
+ * Human key. The body is a mandate document ([`/mandate.schema.json`](/mandate.schema.json)); the id is put in the caller's namespace (`name` or `<handle>/name`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
  */
 export const createMandate = <ThrowOnError extends boolean = false>(options: Options<CreateMandateData, ThrowOnError>) => (options.client ?? client).post<CreateMandateResponses, CreateMandateErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
