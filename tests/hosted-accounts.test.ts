@@ -8,14 +8,18 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { HttpClearingPort } from '../src/gateway/clearing.ts';
+import { EXAMPLE_AGENTS, FIXTURE_AGENTS } from './helpers/gateway.ts';
 import { ADMIN_KEY, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from './helpers/hosted.ts';
 
 let hosted: TestHosted;
 let clearing: HttpClearingPort;
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
+/** The authors of the agents this gateway ships (the test agents and the examples): no hosted account is theirs. */
+const SHIPPED_AUTHORS = ['acme', 'gt', 'gtbase', 'gtfork', 'gtfork2', 'gtinc', 'gto', 'gtusd', 'holon-labs', 'lena'];
+
 before(async () => {
-  hosted = await startTestHosted();
+  hosted = await startTestHosted({ agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS] });
   clearing = new HttpClearingPort(hosted.running.clearing_url);
 });
 after(async () => hosted?.close());
@@ -135,7 +139,21 @@ describe('admin credit', () => {
 describe('GET /v0/accounts pages', () => {
   const page = (query: string, key = ADMIN_KEY) => hosted.http.get(`/v0/accounts${query}`).set(bearer(key));
 
-  test('the admin walks every account and holon in name order, limit at a time, each once', async () => {
+  test('after a billed call to a shipped agent, the admin sees its author holon-labs with the exact balance; the caller does not', async () => {
+    const account = await hosted.signup();
+    // 5,000 words: 50 units of 0.001 EUR, the agent's 0.05 maximum; holon-labs keeps 90%.
+    const text = Array.from({ length: 5000 }, (_, i) => `w${i % 7}`).join(' ');
+    const called = await hosted.http.post('/v0/calls').set(bearer(account.agent)).send({ mandate: account.mandate, agent: 'holon-labs/word-stats', input: { text } }).expect(200);
+    assert.deepEqual([called.body.receipt.cost.total, called.body.receipt.billed], ['0.05', true]);
+    await hosted.running.outbox.drain();
+    const { body } = await page('?limit=500').expect(200);
+    assert.deepEqual(body.accounts.find((a: { account: string }) => a.account === 'holon-labs'), { account: 'holon-labs', balance: '0.045', available: '0.045', reserved: '0.00' });
+    assert.ok(!body.accounts.some((a: { account: string }) => a.account.startsWith('external:') || a.account.startsWith('platform:')), 'the binding\'s machinery is not listed');
+    const own = (await page('?limit=500', account.human).expect(200)).body;
+    assert.deepEqual(own.accounts, [{ account: account.handle, balance: '4.95', available: '4.95', reserved: '0.00' }]);
+  });
+
+  test('the admin walks every signed-up account, every shipped author and holon in name order, limit at a time, each once', async () => {
     for (let i = 0; i < 3; i++) await hosted.signup();
     const handles = (await hosted.running.db.knex('hosted_accounts').pluck('handle')) as string[];
     const walked: string[] = [];
@@ -149,12 +167,13 @@ describe('GET /v0/accounts pages', () => {
       assert.equal(cursor, walked.at(-1));
     }
     assert.equal(cursor, null);
-    assert.deepEqual(walked, [...handles, 'holon'].sort());
+    assert.ok(walked.length > 2 * 3, `${walked.length} accounts over more than three pages`);
+    assert.deepEqual(walked, [...handles, ...SHIPPED_AUTHORS, 'holon'].sort());
   });
 
   test('without limit a page holds up to 100; a human sees its own account only', async () => {
     const all = (await page('').expect(200)).body;
-    assert.equal(all.accounts.length, Math.min(100, (await hosted.running.db.knex('hosted_accounts').count('* as n'))[0].n as number + 1));
+    assert.equal(all.accounts.length, Math.min(100, Number((await hosted.running.db.knex('hosted_accounts').count('* as n'))[0].n) + SHIPPED_AUTHORS.length + 1));
     const account = await hosted.signup();
     const own = (await page('?limit=5', account.human).expect(200)).body;
     assert.deepEqual([own.accounts.map((a: { account: string }) => a.account), own.next_cursor], [[account.handle], null]);

@@ -9,12 +9,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import YAML from 'yaml';
 import { operationTable } from '../generated/gateway/server.ts';
 import { linkKey, signedPath } from '../src/hosted/file-links.ts';
 import { ADMIN_KEY, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from './helpers/hosted.ts';
+import { selfSignedCertificate } from './helpers/https-agent.ts';
 
 const PRINCIPALS = ['none', 'agentA', 'humanB', 'agentB', 'admin', 'expired', 'revoked', 'humanA'] as const;
 type PrincipalName = (typeof PRINCIPALS)[number];
@@ -39,7 +40,7 @@ let keys: Record<PrincipalName, string | null>;
 let careful: string;
 let approvalId: string;
 let receiptId: string;
-/** A loopback webhook for `draft-agent` (the gateway runs with HOLON_ALLOW_PRIVATE_ENDPOINTS=1). */
+/** A loopback https webhook for `draft-agent` (the gateway runs with HOLON_ALLOW_PRIVATE_ENDPOINTS=1 and trusts its certificate). */
 let webhook: Server;
 let fileLink: string;
 
@@ -175,7 +176,7 @@ const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> =
   },
   // A draft is always in the caller's own namespace: both humans get theirs.
   'draft-agent': {
-    cell: async () => ({ path: '/v0/agents/draft', body: { name: 'drafted', endpoint: `http://127.0.0.1:${(webhook.address() as AddressInfo).port}/hook`, input: { q: 'x' } } }),
+    cell: async () => ({ path: '/v0/agents/draft', body: { name: 'drafted', endpoint: `https://127.0.0.1:${(webhook.address() as AddressInfo).port}/hook`, input: { q: 'x' } } }),
     expected: { none: 401, humanA: 200, agentA: 403, humanB: 200, agentB: 403, admin: 403 },
   },
   'upload-file': {
@@ -192,9 +193,10 @@ const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> =
 const document = YAML.parse(readFileSync(new URL('../openapi/gateway.yaml', import.meta.url), 'utf8'));
 
 before(async () => {
-  webhook = createServer((_req, res) => res.setHeader('content-type', 'application/json').end('{"answer":"y"}'));
+  const { key, cert } = selfSignedCertificate();
+  webhook = createServer({ key, cert }, (_req, res) => res.setHeader('content-type', 'application/json').end('{"answer":"y"}'));
   await new Promise<void>((resolve) => webhook.listen(0, '127.0.0.1', resolve));
-  hosted = await startTestHosted({ settings: { file_secret: 'matrix-file-secret-0123456789abcdef', allow_private_endpoints: true } });
+  hosted = await startTestHosted({ ca: cert.toString('utf8'), settings: { file_secret: 'matrix-file-secret-0123456789abcdef', allow_private_endpoints: true } });
   A = await hosted.signup();
   B = await hosted.signup();
   careful = `${A.handle}/careful`;

@@ -6,11 +6,13 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { validateManifest } from '../src/contracts/manifest.ts';
 import { startTestHosted, type TestAccount, type TestHosted } from './helpers/hosted.ts';
+import { selfSignedCertificate } from './helpers/https-agent.ts';
 
 interface Seen {
   headers: IncomingHttpHeaders;
@@ -26,7 +28,8 @@ const seen: Seen[] = [];
 
 /** One loopback server: `/table` answers rows, `/fail` 500 without a body, `/moved` a redirect to `/table`, `/declared` an error body. */
 before(async () => {
-  server = createServer((req, res) => {
+  const { key, cert } = selfSignedCertificate();
+  server = createServer({ key, cert }, (req, res) => {
     let body = '';
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {
@@ -39,9 +42,10 @@ before(async () => {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  hosted = await startTestHosted({ settings: { file_secret: 'drafts-test-secret-0123456789abcdef', allow_private_endpoints: true } });
-  strict = await startTestHosted({ settings: { file_secret: 'drafts-test-secret-0123456789abcdef', allow_private_endpoints: false } });
+  base = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const ca = cert.toString('utf8');
+  hosted = await startTestHosted({ ca, settings: { file_secret: 'drafts-test-secret-0123456789abcdef', allow_private_endpoints: true } });
+  strict = await startTestHosted({ ca, settings: { file_secret: 'drafts-test-secret-0123456789abcdef', allow_private_endpoints: false } });
   A = await hosted.signup();
 });
 
@@ -94,10 +98,20 @@ test('defaults: free in EUR and a summary naming the host; no credential set mea
   assert.equal(seen[0].headers.authorization, undefined);
 });
 
+test('with the development flag a loopback https endpoint is drafted, but an http one is still refused 422 endpoint_refused and never called', async () => {
+  seen.length = 0;
+  const plain = `http://127.0.0.1:${new URL(base).port}/table`;
+  const response = await draft({ name: 'plain', endpoint: plain, input: {} });
+  assert.deepEqual([response.status, response.body.code], [422, 'endpoint_refused']);
+  assert.equal(response.body.error, `runtime.endpoint ${JSON.stringify(plain)} is refused: it must be an https URL (HOLON_ALLOW_PRIVATE_ENDPOINTS lifts the address check only)`);
+  assert.equal(seen.length, 0);
+  assert.equal((await draft({ name: 'plain', endpoint: `${base}/table`, input: {} })).status, 200);
+});
+
 test('without the development flag a loopback or http endpoint is refused 422 endpoint_refused, and never called', async () => {
   const B = await strict.signup();
   seen.length = 0;
-  for (const endpoint of [`${base}/table`, `https://127.0.0.1:${new URL(base).port}/table`, 'https://[::1]/table', 'https://169.254.169.254/latest', 'https://user:pw@example.com/hook']) {
+  for (const endpoint of [`${base}/table`, `http://127.0.0.1:${new URL(base).port}/table`, 'https://[::1]/table', 'https://169.254.169.254/latest', 'https://user:pw@example.com/hook']) {
     const response = await draft({ name: 'nope', endpoint, input: {} }, strict, B);
     assert.equal(response.status, 422, endpoint);
     assert.equal(response.body.code, 'endpoint_refused', endpoint);
@@ -118,7 +132,7 @@ test('the example call failing answers 502 with the runtime code; a redirect is 
   const declared = await draft({ name: 'declared', endpoint: `${base}/declared`, input: {} });
   assert.equal(declared.status, 502);
   assert.match(declared.body.error, /error no_table_found/);
-  const closed = await draft({ name: 'closed', endpoint: 'http://127.0.0.1:1/hook', input: {} });
+  const closed = await draft({ name: 'closed', endpoint: 'https://127.0.0.1:1/hook', input: {} });
   assert.equal(closed.status, 502);
   assert.equal(closed.body.code, 'runtime_unavailable');
 });

@@ -213,8 +213,9 @@ test('publish-time check: public endpoints pass; http, credentials, a name that 
   await refused('https://mixed.example/', /mixed\.example resolves to 10\.0\.0\.1, which is a private address/);
 });
 
-test('the development flag lets http and loopback through, and never in production', async () => {
-  await assertPublicEndpoint('http://127.0.0.1:1/agent', { allow_private: true });
+test('the development flag lets loopback through, never http, and never in production', async () => {
+  await assertPublicEndpoint('https://127.0.0.1:1/agent', { allow_private: true });
+  await assert.rejects(assertPublicEndpoint('http://127.0.0.1:1/agent', { allow_private: true }), /must be an https URL \(HOLON_ALLOW_PRIVATE_ENDPOINTS lifts the address check only\)/);
   await assert.rejects(assertPublicEndpoint('https://u:p@127.0.0.1/agent', { allow_private: true }), /carries credentials/);
   assert.equal(privateEndpointsAllowed({ HOLON_ALLOW_PRIVATE_ENDPOINTS: '1' }), true);
   assert.equal(privateEndpointsAllowed({ HOLON_ALLOW_PRIVATE_ENDPOINTS: '1', NODE_ENV: 'production' }), false);

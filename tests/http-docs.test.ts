@@ -81,3 +81,36 @@ test('/docs is the gateway\'s alone: the binding answers it with no_such_route',
   assert.equal(response.status, 404);
   assert.equal(response.body.code, 'no_such_route');
 });
+
+/** Every address the document refers to: a `$ref` outside itself, a Markdown link, a JSON file named in a description (`x.schema.json`), each but fragments. */
+function referencesOf(document: unknown): string[] {
+  const found = new Set<string>();
+  const visit = (node: unknown, key: string): void => {
+    if (Array.isArray(node)) return node.forEach((item) => visit(item, key));
+    if (node !== null && typeof node === 'object') return Object.entries(node).forEach(([k, value]) => visit(value, k));
+    if (typeof node !== 'string') return;
+    if (key === '$ref' && !node.startsWith('#')) found.add(node);
+    if (key !== 'description') return;
+    for (const [, link] of node.matchAll(/\]\(([^)\s]+)\)/g)) if (!link.startsWith('#')) found.add(link);
+    for (const [, file] of node.matchAll(/`([\w./-]+\.json)`/g)) found.add(file);
+  };
+  visit(document, '');
+  return [...found].sort();
+}
+
+test('every schema file and link the served document refers to answers 200 from the gateway, as openapi/ holds it', async () => {
+  const at = `${gw.running.url}/openapi.json`;
+  const document = await (await fetch(at)).json();
+  const references = referencesOf(document);
+  assert.deepEqual(references, ['/mandate.schema.json', '/manifest.schema.json'], 'the document names the two schema files, and only by a link');
+  for (const reference of references) {
+    const url = new URL(reference, at);
+    assert.equal(url.origin, new URL(at).origin, reference);
+    const response = await fetch(url);
+    assert.equal(response.status, 200, reference);
+    assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
+    assert.deepEqual(await response.json(), JSON.parse(await readFile(new URL(`../openapi/${url.pathname.slice(1)}`, import.meta.url), 'utf8')));
+  }
+  // The reference page sits at /docs and /docs/: an absolute link resolves to the same file from both.
+  for (const page of ['/docs', '/docs/']) assert.equal(new URL('/manifest.schema.json', `${gw.running.url}${page}`).pathname, '/manifest.schema.json');
+});

@@ -60,13 +60,24 @@ export function checksOf(section: SectionName, checks: readonly Omit<Check, 'sec
   return checks.map((check) => ({ ...check, section }));
 }
 
-/** Why a check failed: what the contract expected, what came back, and the exchanges involved. */
-export interface Failure {
+/** The most requests of one check a failure lists (a concurrency check sends hundreds); the rest are counted. */
+export const MAX_FAILURE_REQUESTS = 200;
+
+/** What a check says when it fails: what the contract expected, what came back, and the exchanges that show it. */
+export interface Verdict {
   readonly message: string;
   readonly expected: string;
   readonly got: string;
   /** The requests and answers that show the failure; each reproduces with `curlFor`. */
   readonly exchanges: readonly Exchange[];
+}
+
+/** Why a check failed: its verdict, and every request it sent, so the case can be rebuilt from the report alone. */
+export interface Failure extends Verdict {
+  /** Every request the check sent, in the order sent, at most {@link MAX_FAILURE_REQUESTS}; each reproduces with `curlFor`. */
+  readonly requests: readonly Exchange[];
+  /** How many requests the check sent in all (more than `requests.length` when some were left out). */
+  readonly requests_sent: number;
 }
 
 /** The outcome of one check in one run. */

@@ -2,7 +2,7 @@
  * How a check states its verdict. A check throws CheckFailed (fail), Inconclusive (warn) or
  * NotApplicable (skip); the assertion helpers here throw CheckFailed with the evidence attached.
  */
-import type { Failure } from './check.ts';
+import type { Verdict } from './check.ts';
 import { isKnownCode, type ErrorCode } from './contract.ts';
 import type { Figures } from './context.ts';
 import type { Exchange } from './http.ts';
@@ -11,11 +11,11 @@ import type { Reply } from './wire.ts';
 /** The binding broke the rule. Carries what was expected, what came back and the exchanges. */
 export class CheckFailed extends Error {
   override name = 'CheckFailed';
-  readonly failure: Failure;
+  readonly verdict: Verdict;
 
-  constructor(failure: Failure) {
-    super(failure.message);
-    this.failure = failure;
+  constructor(verdict: Verdict) {
+    super(verdict.message);
+    this.verdict = verdict;
   }
 }
 

@@ -3,7 +3,7 @@
  * selected checks section by section, clean up, and answer the report.
  */
 import pkg from '../package.json' with { type: 'json' };
-import { SECTIONS, type Check, type CheckResult, type SectionName } from './check.ts';
+import { MAX_FAILURE_REQUESTS, SECTIONS, type Check, type CheckResult, type Failure, type SectionName, type Verdict } from './check.ts';
 import { CHECKS } from './checks/index.ts';
 import { ConfigError, parseConfig, type ConformanceConfig } from './config.ts';
 import { CheckContext, RunState, type FundingMode } from './context.ts';
@@ -175,18 +175,27 @@ async function execute(check: Check, state: RunState): Promise<CheckResult> {
     await Promise.race([check.run(new CheckContext(state, wire)), timeout]);
     return result('pass', null);
   } catch (error) {
-    if (error instanceof CheckFailed) return result('fail', null, error.failure);
+    if (error instanceof CheckFailed) return result('fail', null, failureOf(error.verdict, wire));
     if (error instanceof Inconclusive) return result('warn', error.message);
     if (error instanceof NotApplicable) return result('skip', error.message);
-    return result('fail', null, {
+    return result('fail', null, failureOf({
       message: `the check stopped on an unexpected error: ${(error as Error).message}`,
       expected: 'answers the check can read',
       got: String((error as Error).stack ?? error),
       exchanges: wire.exchanges().slice(-3),
-    });
+    }, wire));
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * A failed check's verdict with every request its wire sent, in the order sent (by sequence
+ * number: racing requests are recorded as they finish), the first {@link MAX_FAILURE_REQUESTS}.
+ */
+function failureOf(verdict: Verdict, wire: Wire): Failure {
+  const sent = [...wire.exchanges()].sort((a, b) => a.seq - b.seq);
+  return { ...verdict, requests: sent.slice(0, MAX_FAILURE_REQUESTS), requests_sent: sent.length };
 }
 
 /** Counts outcomes; a failed SHOULD counts as failed but not as failed_must. */

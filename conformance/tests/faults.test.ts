@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CHECKS } from '../src/checks/index.ts';
 import { runConformance } from '../src/runner.ts';
+import { curlFor } from '../src/http.ts';
 import { formatFailure } from '../src/report/text.ts';
 import { FAKE_FIXTURES, FAULTS, REQUIRED_ONLY, startFakeBinding, type FakeOptions, type Fault } from './fake-binding.ts';
 
@@ -146,4 +147,34 @@ describe('every check fails a binding that breaks exactly its rule', () => {
       }
     });
   }
+});
+
+describe('a failure lists every request of its check', () => {
+  test('a failed replay check prints both settles, first then repeat, and every other request, in the order sent, as curl lines', async () => {
+    const fake = await startFakeBinding({ fault: 'settle-replay-applies-twice' });
+    try {
+      const report = await runConformance({ url: fake.url, fixtures: FAKE_FIXTURES }, { only: ['idempotency.settle-replay'] });
+      const result = report.results[0];
+      assert.equal(result.outcome, 'fail');
+      const failure = result.failure!;
+      // The evidence is the repeat alone; the requests are the whole case.
+      assert.equal(failure.exchanges.length, 1);
+      assert.equal(failure.requests_sent, failure.requests.length);
+      const seqs = failure.requests.map((e) => e.seq);
+      assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'in the order sent');
+      const settles = failure.requests.filter((e) => e.url.endsWith('/internal/ledger/charge'));
+      assert.equal(settles.length, 2, 'the first settle and its repeat');
+      const [first, repeat] = settles;
+      assert.equal(JSON.parse(first.request_body!).txnId, JSON.parse(repeat.request_body!).txnId);
+      assert.equal(repeat, failure.exchanges[0], 'the repeat is the evidence');
+
+      const text = formatFailure(result);
+      const listed = text.split('\n').filter((line) => /^ {4}\d+\. curl /.test(line));
+      assert.deepEqual(listed, failure.requests.map((e) => `    ${e.seq}. ${curlFor(e)}`), 'every request, once, as a curl line');
+      assert.ok(text.indexOf(`${first.seq}. ${curlFor(first)}`) < text.indexOf(`${repeat.seq}. ${curlFor(repeat)}`), 'the first settle before its repeat');
+      assert.match(text, new RegExp(`every request of the check, in the order sent \\(${failure.requests_sent}\\)`));
+    } finally {
+      await fake.close();
+    }
+  });
 });

@@ -382,7 +382,7 @@ export const operationTable: readonly Operation[] = [
     "query": null,
     "body": {
       "type": "object",
-      "description": "A mandate document; checked against `mandate.schema.json` by the handler."
+      "description": "A mandate document; checked against [`/mandate.schema.json`](/mandate.schema.json) by the handler."
     }
   },
   {

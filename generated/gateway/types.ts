@@ -197,7 +197,7 @@ export interface paths {
         };
         /**
          * Balances (gateway §5)
-         * @description The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account and `holon`.
+         * @description The accounts the gateway knows (payers, authors, the platform `holon`), read from the clearing binding, in name order, a page at a time: pass the answer's `next_cursor` as `cursor` for the next page (null on the last). An account the binding does not know is left out, so a page may hold fewer than `limit`. Hosted: a human key sees its own account; the admin key every account that holds money (gateway §7 "see all balances"): every signed-up account, the author of every listed agent (the shipped agents' `holon-labs` included) and `holon`. The binding's machinery (`external:*`, where credit comes from, whose balance is the negative of all credit given) is nobody's money and is not listed.
          */
         get: operations["list-accounts"];
         put?: never;
@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Create a root mandate (gateway §7 "Extra endpoints")
-         * @description Human key. The body is a mandate document (`mandate.schema.json`); the id is put in the caller's namespace (`name` or `<handle>/name`; no dot: a dot joins a derived sub-mandate to its root, gateway §3, so `v1.5` is refused 422 `invalid_mandate`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
+         * @description Human key. The body is a mandate document ([`/mandate.schema.json`](/mandate.schema.json)); the id is put in the caller's namespace (`name` or `<handle>/name`; no dot: a dot joins a derived sub-mandate to its root, gateway §3, so `v1.5` is refused 422 `invalid_mandate`), the issuer is forced to the caller, the grantee must be `<handle>/…`, the currency is EUR, and `budget.fx` is set by the platform (a caller's `fx` is refused).
          */
         post: operations["create-mandate"];
         delete?: never;

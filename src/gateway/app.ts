@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
-import { formatMoney } from '../contracts/money.ts';
+import { mandateSchema, manifestSchema } from '../contracts/schemas.ts';
 import { HttpError, invalidRequest } from '../http/errors.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
@@ -17,10 +17,10 @@ import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
-import { accountPage, DEFAULT_ACCOUNTS_PAGE } from './account-pages.ts';
+import { balancesPage, DEFAULT_ACCOUNTS_PAGE, type ListedAccount } from './account-pages.ts';
 import { approvalOutcome, approvalView, pendingApprovals, readApproval } from './approvals.ts';
 import { searchAgents } from './catalogue.ts';
-import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clearing.ts';
+import type { ClearingPort } from './clearing.ts';
 import { closeExpiredApprovals, decideApproval } from './decisions.ts';
 import type { CallResult, Gateway } from './lifecycle.ts';
 import { budgetOf, budgetView, loadMandate } from './mandates.ts';
@@ -36,7 +36,7 @@ export interface GatewayAppOptions {
   clearing: ClearingPort;
   outbox: Outbox;
   /** The clearing accounts `GET /v0/accounts` shows, by the name it shows them under. */
-  accounts: () => Promise<Array<{ name: string; account: string }>>;
+  accounts: () => Promise<ListedAccount[]>;
   currency: string;
   /** The mandate the MCP server at `/mcp` calls under. */
   mcp_mandate: string;
@@ -175,24 +175,10 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       return { mandate: stored.document, budget: budgetView(stored.mandate.budget.currency, figures) };
     },
 
-    'list-accounts': async ({ query }: OperationRequest<'list-accounts'>) => {
-      const known = new Map((await options.accounts()).map(({ name, account }) => [name, account]));
-      const { page, next_cursor } = accountPage(known.keys(), query.cursor ?? null, query.limit ?? DEFAULT_ACCOUNTS_PAGE);
-      const accounts = [];
-      for (const name of page) {
-        const account = known.get(name)!;
-        try {
-          const figures = await clearing.readBalance(account);
-          accounts.push({ account: name, balance: formatMoney(figures.balance), available: formatMoney(figures.available), reserved: formatMoney(figures.reserved) });
-        } catch (error) {
-          if (error instanceof ClearingUnreachable) throw new HttpError(503, 'clearing_unavailable', `${error.message}; the balances cannot be read right now`);
-          // A payer the binding has no account for (a mandate issuer never given one) has no balance to show.
-          if (error instanceof ClearingRefused && error.status === 404) continue;
-          throw error;
-        }
-      }
-      return { currency, accounts, next_cursor };
-    },
+    'list-accounts': async ({ query }: OperationRequest<'list-accounts'>) => ({
+      currency,
+      ...(await balancesPage(clearing, await options.accounts(), query.cursor ?? null, query.limit ?? DEFAULT_ACCOUNTS_PAGE)),
+    }),
 
     'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),
   };
@@ -206,7 +192,8 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     }),
   );
   app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'], cross_origin: options.extension?.cross_origin }));
-  app.use(servedDocuments(gatewayDocument, 'Holon gateway'));
+  // The schema files the document's description links to, as `openapi/` holds them (README "Contract first").
+  app.use(servedDocuments(gatewayDocument, 'Holon gateway', { '/manifest.schema.json': manifestSchema, '/mandate.schema.json': mandateSchema }));
   for (const middleware of options.extension?.middleware ?? []) app.use(middleware);
   const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger, session: options.extension?.mcp_session });
   app.use(mcp);

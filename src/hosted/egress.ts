@@ -12,9 +12,11 @@
  * any packet leaves. Redirects are never followed. Shipped agents (`agents/`, `examples/`) do not
  * use this client: the gateway picks it by where a listed version came from, not by its URL.
  *
- * `HOLON_ALLOW_PRIVATE_ENDPOINTS=1` lifts the address check and the https requirement for local
- * development (test servers on loopback have no certificate); production refuses to start with it
- * (`settings.ts`).
+ * `HOLON_ALLOW_PRIVATE_ENDPOINTS=1` lifts the address check, and only it, for local development
+ * (gateway §7: "lifts it"): a loopback or private endpoint can then be drafted, published and
+ * called. It never lifts the https rule (gateway §7 "Publishing agents": `runtime.endpoint` is
+ * `https`): a draft is a manifest to publish, so it is held to the same rule. Production refuses
+ * to start with it (`settings.ts`).
  */
 import { lookup } from 'node:dns/promises';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
@@ -139,8 +141,8 @@ export function guardedFetch(options: EgressOptions = {}): Fetch {
 /**
  * The publish-time check of a `runtime.endpoint` (gateway §7 "Publishing agents"): an `https`
  * URL of at most {@link MAX_ENDPOINT_CHARS} characters, without credentials, whose host is a public
- * address or resolves only to public addresses. With `allow_private` (development), `http` and
- * private addresses pass. Throws HttpError 422 `endpoint_refused` naming what is wrong.
+ * address or resolves only to public addresses. With `allow_private` (development), private
+ * addresses pass; `http` never does. Throws HttpError 422 `endpoint_refused` naming what is wrong.
  */
 export async function assertPublicEndpoint(url: string, options: EgressOptions = {}): Promise<void> {
   const refuse = (why: string) => new HttpError(422, 'endpoint_refused', `runtime.endpoint ${JSON.stringify(url.slice(0, 200))} is refused: ${why}`);
@@ -152,9 +154,8 @@ export async function assertPublicEndpoint(url: string, options: EgressOptions =
     throw refuse('it is not a URL');
   }
   if (parsed.username !== '' || parsed.password !== '') throw refuse('it carries credentials; set the token with `holon credential set` instead');
-  const allow = options.allow_private ?? privateEndpointsAllowed();
-  if (allow && (parsed.protocol === 'https:' || parsed.protocol === 'http:')) return;
-  if (parsed.protocol !== 'https:') throw refuse('it must be an https URL');
+  if (parsed.protocol !== 'https:') throw refuse('it must be an https URL (HOLON_ALLOW_PRIVATE_ENDPOINTS lifts the address check only)');
+  if (options.allow_private ?? privateEndpointsAllowed()) return;
   try {
     await addressOf(parsed.hostname.replace(/^\[(.*)\]$/, '$1'), options.resolve ?? systemResolve);
   } catch (error) {

@@ -8,13 +8,13 @@ import type Koa from 'koa';
 import type { Knex } from 'knex';
 import type { OperationId, OperationRequest } from '../../generated/gateway/server.ts';
 import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
-import { formatMoney, parseMoney } from '../contracts/money.ts';
+import { parseMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
 import { mandateRequired } from '../gateway/app.ts';
-import { accountPage, DEFAULT_ACCOUNTS_PAGE } from '../gateway/account-pages.ts';
+import { balancesPage, DEFAULT_ACCOUNTS_PAGE, readAccountBalance, type ListedAccount } from '../gateway/account-pages.ts';
 import { approvalView, lockApproval, pendingApprovals, type ApprovalRow } from '../gateway/approvals.ts';
-import { ClearingRefused, ClearingUnreachable, type ClearingPort } from '../gateway/clearing.ts';
+import type { ClearingPort } from '../gateway/clearing.ts';
 import { closeExpiredApprovals } from '../gateway/decisions.ts';
 import type { Gateway } from '../gateway/lifecycle.ts';
 import { budgetOf, budgetView, loadMandate, storeMandate } from '../gateway/mandates.ts';
@@ -57,18 +57,25 @@ export interface HostedRouteDeps extends AccountDeps {
 }
 
 /** The name the platform's fee account (`platform:fees` at the binding) is listed under; a reserved handle, so no account can take it. */
-const PLATFORM_ACCOUNT = 'holon';
+const PLATFORM_ACCOUNT: ListedAccount = { name: 'holon', account: 'platform:fees' };
 
-/** An account's figures as `AccountBalance`; null when the binding has no account for it. */
-async function balanceOf(clearing: ClearingPort, account: string, name = account) {
-  try {
-    const figures = await clearing.readBalance(account);
-    return { account: name, balance: formatMoney(figures.balance), available: formatMoney(figures.available), reserved: formatMoney(figures.reserved) };
-  } catch (error) {
-    if (error instanceof ClearingRefused && error.status === 404) return null;
-    if (error instanceof ClearingUnreachable) throw new HttpError(503, 'clearing_unavailable', `${error.message}; the balance cannot be read right now`);
-    throw error;
-  }
+/**
+ * What the operator's `GET /v0/accounts` lists after `cursor` (gateway §7 "see all balances"):
+ * every account that holds money through the gateway, by its name at the binding: the signed-up
+ * accounts (read `limit + 1` at a time, in code-point order like the page), the author of every
+ * listed agent (the shipped agents' `holon-labs` included: a shipped agent's author has no hosted
+ * account), and the platform's `holon`. The binding's `external:*` machinery, where credit comes
+ * from, is not an account anyone holds and is not listed.
+ */
+async function operatorAccounts(deps: HostedRouteDeps, cursor: string | null, limit: number): Promise<ListedAccount[]> {
+  const handles: string[] = await deps
+    .db('hosted_accounts')
+    .modify((q) => (cursor === null ? q : q.whereRaw('handle COLLATE "C" > ?', [cursor])))
+    .orderByRaw('handle COLLATE "C"')
+    .limit(limit + 1)
+    .pluck('handle');
+  const authors = [...deps.authorNamespaces()];
+  return [PLATFORM_ACCOUNT, ...[...handles, ...authors].map((handle) => ({ name: handle, account: handle }))];
 }
 
 /** Reads an approval (no lock held after), or null. */
@@ -159,18 +166,9 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'list-accounts': async ({ query }: OperationRequest<'list-accounts'>, _ctx, principal) => {
       const cursor = query.cursor ?? null;
       const limit = query.limit ?? DEFAULT_ACCOUNTS_PAGE;
-      // The operator pages through every account (read `limit + 1` at a time) and the platform's `holon`; a human sees its own.
-      const handles =
-        principal.kind === 'human'
-          ? [principal.account]
-          : [PLATFORM_ACCOUNT, ...(await db('hosted_accounts').modify((q) => (cursor === null ? q : q.where('handle', '>', cursor))).orderBy('handle').limit(limit + 1).pluck('handle'))];
-      const { page, next_cursor } = accountPage(handles, cursor, limit);
-      const accounts = [];
-      for (const handle of page) {
-        const balance = handle === PLATFORM_ACCOUNT ? await balanceOf(clearing, 'platform:fees', PLATFORM_ACCOUNT) : await balanceOf(clearing, handle);
-        if (balance) accounts.push(balance);
-      }
-      return { currency: 'EUR', accounts, next_cursor };
+      // A human sees its own account; the operator every account that holds money.
+      const listed = principal.kind === 'human' ? [{ name: principal.account, account: principal.account }] : await operatorAccounts(deps, cursor, limit);
+      return { currency: 'EUR', ...(await balancesPage(clearing, listed, cursor, limit)) };
     },
 
     signup: async ({ body }: OperationRequest<'signup'>, ctx) => {
@@ -188,7 +186,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       }
       if (principal.kind !== 'human') throw new Error('read-me is open to human and agent keys only');
       const account = await db('hosted_accounts').where({ handle: principal.account }).first();
-      const balance = await balanceOf(clearing, principal.account);
+      const balance = await readAccountBalance(clearing, { name: principal.account, account: principal.account });
       return {
         handle: principal.account,
         principal: 'human',
@@ -272,7 +270,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
 
     'admin-credit': async ({ body }: OperationRequest<'admin-credit'>) => {
       const credited = await adminCredit(deps, body.account, parseMoney(body.amount, 'amount'));
-      const balance = await balanceOf(clearing, body.account).catch(clearingFailure);
+      const balance = await readAccountBalance(clearing, { name: body.account, account: body.account }).catch(clearingFailure);
       return { ...credited, balance: balance?.balance ?? credited.amount };
     },
   };

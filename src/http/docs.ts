@@ -1,8 +1,10 @@
 /**
  * The OpenAPI documents served (issue 13 §3): `GET /openapi.json` answers the bundled document
- * (`generated/<name>/openapi.json`, the one the clients are generated from), and `GET /docs` a
- * reference page rendered in the browser by Redoc's standalone bundle, served from this process
- * (`/docs/redoc.standalone.js`, installed from npm with the `redoc` package). The page asks for
+ * (`generated/<name>/openapi.json`, the one the clients are generated from), the JSON Schema
+ * files it links to beside it (the gateway's `/manifest.schema.json` and `/mandate.schema.json`,
+ * so no link of the reference page answers 404), and `GET /docs` a reference page rendered in
+ * the browser by Redoc's standalone bundle, served from this process (`/docs/redoc.standalone.js`,
+ * installed from npm with the `redoc` package). The page asks for
  * nothing outside its own origin: no fonts (the theme names system fonts), no scripts, no
  * styles; its Content-Security-Policy forbids any other origin, so the one absolute URL in the
  * bundle (Redocly's footer logo) is never fetched.
@@ -58,11 +60,14 @@ const INIT = `Redoc.init('/openapi.json', ${JSON.stringify({
 const CSS = 'body { margin: 0; }\na[href^="https://redocly.com"] { display: none; }\n';
 
 /**
- * Koa middleware answering `GET /openapi.json` with `document`, and, when `title` is given,
- * `GET /docs` with the reference page and its three same-origin assets. Other requests pass on.
+ * Koa middleware answering `GET /openapi.json` with `document`, each of `beside` (path, e.g.
+ * `/manifest.schema.json`, to a JSON document the first one links to) with its document, and,
+ * when `title` is given, `GET /docs` with the reference page and its three same-origin assets.
+ * Other requests pass on.
  */
-export function servedDocuments(document: object, title?: string): Middleware {
+export function servedDocuments(document: object, title?: string, beside: Record<string, object> = {}): Middleware {
   const json = JSON.stringify(document);
+  const besides = new Map(Object.entries(beside).map(([at, served]) => [at, JSON.stringify(served)]));
   let bundle: Promise<Buffer> | null = null;
   const assets: Record<string, { type: string; body: () => Promise<string | Buffer> }> = {
     '/docs': { type: 'text/html; charset=utf-8', body: async () => page(title ?? '') },
@@ -73,9 +78,10 @@ export function servedDocuments(document: object, title?: string): Middleware {
   };
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
-    if (ctx.path === '/openapi.json') {
+    const served = ctx.path === '/openapi.json' ? json : besides.get(ctx.path);
+    if (served !== undefined) {
       ctx.type = 'application/json';
-      ctx.body = json;
+      ctx.body = served;
       return;
     }
     const asset = title === undefined ? undefined : assets[ctx.path === '/docs/' ? '/docs' : ctx.path];

@@ -36,7 +36,7 @@ export function formatReport(report: ConformanceReport): string {
   return out.join('\n');
 }
 
-/** One failure in full: the rule, what went wrong, expected and got, the exchanges and their curl lines. */
+/** One failure in full: the rule, what went wrong, expected and got, the exchanges that show it and their curl lines, then every request of the check as a curl line, in the order sent. */
 export function formatFailure(result: CheckResult): string {
   const f = result.failure;
   const lines = [
@@ -48,6 +48,11 @@ export function formatFailure(result: CheckResult): string {
   ];
   for (const exchange of f?.exchanges ?? []) {
     lines.push(indent(describeExchange(exchange), 4), `    reproduce: ${curlFor(exchange)}`);
+  }
+  if (f && f.requests.length > 0) {
+    const shown = f.requests.length < f.requests_sent ? `the first ${f.requests.length} of ${f.requests_sent}` : `${f.requests_sent}`;
+    lines.push(`  every request of the check, in the order sent (${shown}); run them in this order to rebuild the case:`);
+    for (const exchange of f.requests) lines.push(`    ${exchange.seq}. ${curlFor(exchange)}`);
   }
   return lines.join('\n');
 }

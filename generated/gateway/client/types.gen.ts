@@ -1790,7 +1790,7 @@ export type ListMandatesResponse = ListMandatesResponses[keyof ListMandatesRespo
 
 export type CreateMandateData = {
     /**
-     * A mandate document; checked against `mandate.schema.json` by the handler.
+     * A mandate document; checked against [`/mandate.schema.json`](/mandate.schema.json) by the handler.
      */
     body: {
         [key: string]: unknown;
