@@ -9,7 +9,8 @@
  * free port). Started with an IPC channel (as the gateway starts it), it exits when the channel
  * closes, i.e. when its parent dies. `HOLON_EXCLUDE`
  * (comma-separated agent ids, default `holon-labs/summarize`, which spends the operator's Anthropic
- * credits) leaves agents out; `HOLON_EXCLUDE=` serves them all.
+ * credits, and `holon-labs/sec-company`) leaves agents out; `HOLON_EXCLUDE=` serves them all but
+ * sec-company without `HOLON_SEC_CONTACT` (the rule the gateway lists by, `src/gateway/shipped-agents.mjs`).
  *
  * Sessions: stateful, so that a `notifications/cancelled` reaches the running tool (in stateless
  * mode it would reach a fresh server). At most {@link MAX_SESSIONS} at once; a session idle for
@@ -25,6 +26,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { createToolServer } from './lib/tool-server.mjs';
 import { loadTools } from './lib/tools.mjs';
+import { excludedAgents, leftOut } from '../src/gateway/shipped-agents.mjs';
 
 /** Open sessions at most; an initialize beyond it gets 503. */
 const MAX_SESSIONS = 256;
@@ -32,7 +34,6 @@ const MAX_SESSIONS = 256;
 const SESSION_IDLE_MS = 10 * 60_000;
 /** The largest request body, in bytes (a 5 MiB CSV fits, JSON-escaped). */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
-const DEFAULT_EXCLUDE = 'holon-labs/summarize';
 
 const { values } = parseArgs({
   options: {
@@ -41,7 +42,7 @@ const { values } = parseArgs({
     dir: { type: 'string', default: fileURLToPath(new URL('.', import.meta.url)) },
   },
 });
-const exclude = new Set((process.env.HOLON_EXCLUDE ?? DEFAULT_EXCLUDE).split(',').map((id) => id.trim()).filter(Boolean));
+const exclude = new Set(leftOut(excludedAgents()));
 const tools = await loadTools(values.dir, exclude);
 
 /** @type {Map<string, { transport: StreamableHTTPServerTransport, lastSeen: number, streams: Map<string | number, AbortController> }>} */

@@ -25,10 +25,12 @@ const START_TIMEOUT_MS = 20_000;
 /**
  * Runs `node <script> --port <port>` and resolves once it prints its URL. Throws when it exits
  * first (e.g. the port is taken) or stays silent past the start timeout, with what it printed.
- * Every line the host prints, on stdout or stderr, is passed to `onLine` (default: dropped).
+ * `exclude` (agent ids) is passed as its `HOLON_EXCLUDE`, so that it serves exactly the agents the
+ * gateway lists. Every line the host prints, on stdout or stderr, is passed to `onLine` (default: dropped).
  */
-export async function startAgentsHost(script: string, port: number, onLine: (line: string) => void = () => {}): Promise<AgentsHost> {
-  const child: ChildProcess = spawn(process.execPath, [script, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: process.env });
+export async function startAgentsHost(script: string, port: number, exclude: readonly string[], onLine: (line: string) => void = () => {}): Promise<AgentsHost> {
+  const env = { ...process.env, HOLON_EXCLUDE: exclude.join(',') };
+  const child: ChildProcess = spawn(process.execPath, [script, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env });
   // The channel exists to close when this process dies; it must not keep this process alive.
   child.channel?.unref();
   for (const stream of [child.stdout!, child.stderr!]) {

@@ -32,6 +32,7 @@ import { serverTimingFromEnv } from './server-timing.ts';
 import { recoverDead } from './recovery.ts';
 import { startAgentsHost } from './agents-host.ts';
 import { Registry } from './registry.ts';
+import { excludedAgents, leftOut } from './shipped-agents.mjs';
 
 /** The dev account that pays for calls under the example mandates. */
 export const DEV_ACCOUNT = 'dev';
@@ -94,7 +95,11 @@ export interface GatewayServerOptions {
   outbox?: Partial<OutboxSettings>;
   /** Directories of shipped agents (default `examples` and `agents`). */
   agent_dirs?: readonly string[];
-  /** Agent ids left out (default: `HOLON_EXCLUDE`, else `holon-labs/summarize`). */
+  /**
+   * Agent ids left out (default: `HOLON_EXCLUDE`, else `holon-labs/summarize` and
+   * `holon-labs/sec-company`); sec-company is left out anyway without `HOLON_SEC_CONTACT`, as the
+   * agents host does (`shipped-agents.mjs`).
+   */
   exclude?: readonly string[];
   /** Directory of example mandates (default `examples/mandates`). */
   mandate_dir?: string;
@@ -184,11 +189,6 @@ export function agentsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number 
   return text === undefined || text === '' ? DEFAULT_AGENTS_PORT : parsePort(text, 'HOLON_AGENTS_PORT');
 }
 
-/** The agent ids `HOLON_EXCLUDE` names (comma-separated), `holon-labs/summarize` by default: it spends the operator's API credit. */
-export function excludedAgents(): string[] {
-  return (process.env.HOLON_EXCLUDE ?? 'holon-labs/summarize').split(',').map((id) => id.trim()).filter(Boolean);
-}
-
 /** Loads every `*.yaml` mandate of `dir` (issued by the dev account), replacing what was stored under the same id. */
 async function loadExampleMandates(database: Database, dir: string): Promise<void> {
   let files: string[];
@@ -250,10 +250,11 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   closers.push(database.close);
   const db = database.knex;
 
-  // The host first: the shipped MCP agents are listed at its URL, whatever port it got.
-  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort, (line) => logger.info(`agents | ${line}`)) : null;
+  // The host first: the shipped MCP agents are listed at its URL, whatever port it got; it serves what is listed.
+  const exclude = leftOut(options.exclude ?? excludedAgents());
+  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort, exclude, (line) => logger.info(`agents | ${line}`)) : null;
   if (host) closers.push(host.close);
-  await Registry.loadShipped(db, agentDirs, options.exclude ?? excludedAgents(), host ? new Map([['agents', host.url]]) : new Map());
+  await Registry.loadShipped(db, agentDirs, exclude, host ? new Map([['agents', host.url]]) : new Map());
   const registry = await Registry.fromDatabase(db);
   if (!options.extend) await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
 

@@ -7,8 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import type Koa from 'koa';
 import pino, { type Logger } from 'pino';
-import { excludedAgents, startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
+import { startGateway, type GatewayParts, type RunningGateway } from '../gateway/server.ts';
 import type { GatewayAppExtension } from '../gateway/app.ts';
+import { excludedAgents } from '../gateway/shipped-agents.mjs';
 import { allowedHostsFromEnv } from '../http/host-gate.ts';
 import { credentialStatus } from './credentials.ts';
 import { evaluateVersion, readEvaluations, type EvaluationDeps } from './evaluation.ts';

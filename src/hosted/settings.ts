@@ -5,6 +5,7 @@
  * disables a feature (GitHub sign-in) never stops it.
  */
 import { parseMoney, type Micros } from '../contracts/money.ts';
+import { secContactProblem } from '../gateway/shipped-agents.mjs';
 import { privateEndpointsAllowed } from './egress.ts';
 import { MAX_FILE_BYTES, MAX_LIVE_FILE_BYTES, type FileBounds } from './files.ts';
 import type { RateLimits } from './limits.ts';
@@ -65,7 +66,8 @@ const DEFAULT_FX = { USD: '0.92', GBP: '1.17' };
 
 /**
  * Reads the settings from `env`. Throws an Error naming every problem at once: in production a
- * missing or malformed required variable, or `HOLON_ALLOW_PRIVATE_ENDPOINTS=1`; anywhere, a
+ * missing or malformed required variable, `HOLON_ALLOW_PRIVATE_ENDPOINTS=1`, or
+ * `holon-labs/sec-company` left in `HOLON_EXCLUDE` without `HOLON_SEC_CONTACT`; anywhere, a
  * malformed `HOLON_SIGNUP_CREDIT` or `HOLON_FX`.
  */
 export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettings {
@@ -81,6 +83,9 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
       }
     }
     if (env.HOLON_ALLOW_PRIVATE_ENDPOINTS === '1') problems.push('HOLON_ALLOW_PRIVATE_ENDPOINTS=1 is refused in production: it is for local development only');
+    // Outside production sec-company is simply not listed without its contact (`shipped-agents.mjs`).
+    const sec = secContactProblem(env);
+    if (sec) problems.push(sec);
   }
   let signup_credit_micros = 5_000_000;
   try {
