@@ -67,7 +67,7 @@ export function createHolonClient(options: ClientOptions) {
     /** `POST /v0/calls` (gateway §1): 200 with the output, or 202 with the approval it waits for; a refusal throws `HolonError` carrying the receipt in `body.receipt`. */
     call: (request: CallRequest): Promise<CallAnswer> => data(sdk.call({ ...opts, body: request })),
     /** `GET /v0/approvals/{id}`: one approval; with `wait_s` (at most 60) a pending one answers once decided, with the approved call's `result`. */
-    readApproval: (id: string, query: { wait_s?: number } = {}) => data(sdk.readApproval({ ...opts, path: { id }, query })),
+    readApproval: (id: string, query: { wait_s?: number | undefined } = {}) => data(sdk.readApproval({ ...opts, path: { id }, query })),
     /** `GET /v0/approvals`: the approvals still pending. */
     listApprovals: () => data(sdk.listApprovals(opts)),
     /**
