@@ -107,6 +107,8 @@ export function createHolonClient(options: ClientOptions) {
     draftAgent: (request: DraftRequest) => data(sdk.draftAgent({ ...opts, body: request })),
     /** Hosted, `POST /v0/auth/exchange`: trades the one-time code of `/console#login=<code>` for the handle and a human key (gateway §7 "Accounts"). */
     exchangeLoginCode: (code: string) => data(sdk.githubExchange({ ...opts, body: { code } })),
+    /** Hosted, `GET /v0/features` (no key needed): what the operator switched on (GitHub sign-in, publishing, endpoint credentials), each `{ on }` or `{ on: false, reason }`. */
+    readFeatures: () => data(sdk.readFeatures(opts)),
     /** Hosted, `GET /v0/me`: the account, its balance, mandates and keys (human key), or the key's mandate and budget (agent key). */
     readMe: () => data(sdk.readMe(opts)),
     /** Hosted, `GET /v0/mandates`: the caller's root mandates with their budgets (human key). */
