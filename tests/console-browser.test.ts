@@ -439,6 +439,7 @@ test('without a GitHub app: no "Sign in with GitHub" and no "Connect a webhook",
     await page.getByRole('heading', { name: 'Paste a human key', level: 2 }).waitFor();
     assert.equal(await page.getByRole('link', { name: 'Sign in with GitHub' }).count(), 0);
     assert.equal(await page.getByTestId('features-off').textContent(), 'Sign in with GitHub is off on this gateway: its operator has not set HOLON_GITHUB_CLIENT_ID and HOLON_GITHUB_CLIENT_SECRET.');
+    assert.equal(await page.getByText('See your balance, mandates, keys and receipts, decide the calls waiting for your approval.', { exact: true }).count(), 1, 'publishing is not promised');
     await checkAndSave('12-sign-in-github-off');
 
     await pasteKeyAndOpenAgents(at, (await off.signup()).human);

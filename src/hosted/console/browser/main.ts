@@ -80,7 +80,7 @@ function showSignIn(message?: string): void {
       'section',
       { class: 'card sign-in', 'aria-labelledby': 'signin-title' },
       h('h2', { id: 'signin-title' }, 'Sign in'),
-      h('p', {}, 'See your balance, mandates, keys and receipts, decide the calls waiting for your approval, and publish agents and see what they earn.'),
+      h('p', {}, `See your balance, mandates, keys and receipts, decide the calls waiting for your approval${features?.publishing.on ? ', and publish agents and see what they earn' : ''}.`),
       github ? h('a', { class: 'button primary', href: '/v0/auth/github', id: 'github-signin' }, 'Sign in with GitHub') : features && featuresOff(features, ['github_sign_in']),
     ),
     form,
