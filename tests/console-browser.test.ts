@@ -5,7 +5,9 @@
  * from the console by keyboard, the receipt tree updated, a key created and revoked; and an
  * author's: a credential set, a webhook (a local https server) drafted, reviewed and published,
  * called by a caller, its version, earnings and credential seen in the console. Every URL
- * the console loads has the gateway's origin; each page is checked for labelled controls and
+ * the console loads has the gateway's origin. And on gateways whose operator left a feature off
+ * (no GitHub app; no `HOLON_FILE_SECRET`), the console offers only what is on, with one line
+ * saying why the rest is off (issue 26). Each page is checked for labelled controls and
  * for fitting 375 px without sideways scrolling, and saved as a screenshot under
  * `tests/artifacts/console/` (gitignored).
  */
@@ -15,7 +17,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startGithubStandin, type GithubStandin } from './helpers/github-standin.ts';
+import { signInWithStandin, standinSettings, startGithubStandin, type GithubStandin } from './helpers/github-standin.ts';
 import { startTestHosted, uniqueAccount, type TestHosted } from './helpers/hosted.ts';
 import { selfSignedCertificate } from './helpers/https-agent.ts';
 import { startHttp, type TestServer } from './helpers/runtimes.ts';
@@ -29,6 +31,8 @@ let github: GithubStandin;
 let hosted: TestHosted;
 /** The author's webhook: answers the number of words of `text`. */
 let webhook: TestServer;
+/** The certificate authority the gateways trust for the webhook (its self-signed certificate, PEM). */
+let webhookCa: string;
 let browser: Browser;
 let page: Page;
 let origin: string;
@@ -47,10 +51,11 @@ before(async () => {
     const words = String((JSON.parse(body) as { text?: unknown } | null)?.text ?? '').split(/\s+/).filter(Boolean).length;
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ words }));
   }, tls);
+  webhookCa = tls.cert.toString('utf8');
   hosted = await startTestHosted({
     // The author's webhook serves on loopback: private endpoints allowed, as in development (gateway §7 "Network safety").
     settings: { site_url: SITE, allow_private_endpoints: true, github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
-    ca: tls.cert.toString('utf8'),
+    ca: webhookCa,
   });
   origin = new URL(hosted.running.url).origin;
   await mkdir(ARTIFACTS, { recursive: true });
@@ -121,6 +126,7 @@ test('sign in with GitHub, approve a held call, watch its receipt tree, create a
   // Signed out: the two ways in, and the site's terms and privacy pages.
   await page.goto(`${origin}/console`);
   await page.getByRole('link', { name: 'Sign in with GitHub' }).waitFor();
+  assert.equal(await page.getByTestId('features-off').count(), 0, 'every feature is on: no line says one is off');
   assert.equal(await page.getByRole('link', { name: 'Terms' }).getAttribute('href'), `${SITE}/terms`);
   assert.equal(await page.getByRole('link', { name: 'Privacy' }).getAttribute('href'), `${SITE}/privacy`);
   await checkAndSave('1-sign-in');
@@ -315,6 +321,7 @@ test('an author: set a credential, connect a webhook (draft, review, publish), a
 
   // Nothing published yet: nothing earned, an empty chart of 30 days.
   await open('Agents', 'Earnings');
+  assert.equal(await page.getByTestId('features-off').count(), 0, 'every feature is on: no line says one is off');
   assert.equal(await page.getByTestId('earned-total').textContent(), '0.00 EUR');
   assert.equal(await page.locator('.chart-day').count(), 30);
   assert.match((await page.getByTestId('earnings-chart').getAttribute('aria-label')) ?? '', /^Nothing earned from \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}$/);
@@ -412,4 +419,74 @@ test('an author: set a credential, connect a webhook (draft, review, publish), a
   await reopenAgents();
   await page.screenshot({ path: path.join(ARTIFACTS, '11-author-wide.png'), fullPage: true });
   assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))].sort(), [origin, github.url].sort());
+});
+
+/** Opens the console at `at` with a pasted human key, then its author section. */
+async function pasteKeyAndOpenAgents(at: string, key: string): Promise<void> {
+  await page.getByLabel('Human key', { exact: true }).fill(key);
+  await page.getByRole('button', { name: 'Open the console' }).click();
+  await page.getByTestId('balance').waitFor();
+  await open('Agents', 'Earnings');
+  assert.deepEqual([...new Set(requested.map((url) => new URL(url).origin))], [at]);
+}
+
+test('without a GitHub app: no "Sign in with GitHub" and no "Connect a webhook", one line each saying why; credentials stay', { skip }, async () => {
+  await freshPage();
+  const off = await startTestHosted({ settings: { github: null } });
+  try {
+    const at = new URL(off.running.url).origin;
+    await page.goto(`${at}/console`);
+    await page.getByRole('heading', { name: 'Paste a human key', level: 2 }).waitFor();
+    assert.equal(await page.getByRole('link', { name: 'Sign in with GitHub' }).count(), 0);
+    assert.equal(await page.getByTestId('features-off').textContent(), 'Sign in with GitHub is off on this gateway: its operator has not set HOLON_GITHUB_CLIENT_ID and HOLON_GITHUB_CLIENT_SECRET.');
+    assert.equal(await page.getByText('See your balance, mandates, keys and receipts, decide the calls waiting for your approval.', { exact: true }).count(), 1, 'publishing is not promised');
+    await checkAndSave('12-sign-in-github-off');
+
+    await pasteKeyAndOpenAgents(at, (await off.signup()).human);
+    assert.equal(await page.getByTestId('features-off').textContent(), 'Publishing is off on this gateway: it has no GitHub app (its operator has not set HOLON_GITHUB_CLIENT_ID and HOLON_GITHUB_CLIENT_SECRET).');
+    assert.equal(await page.getByRole('heading', { name: 'Connect a webhook' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Draft', exact: true }).count(), 0);
+    assert.equal(await page.getByText('You have published nothing yet.', { exact: true }).count(), 1);
+    await page.getByRole('heading', { name: 'Credential for a new agent', level: 2 }).waitFor();
+    await checkAndSave('13-author-github-off');
+  } finally {
+    await off.close();
+  }
+});
+
+test('without HOLON_FILE_SECRET: no credential status or form, one line saying why; GitHub sign-in and "Connect a webhook" stay', { skip }, async () => {
+  await freshPage();
+  const off = await startTestHosted({ settings: { ...standinSettings(github), file_secret: null, allow_private_endpoints: true }, ca: webhookCa });
+  try {
+    const at = new URL(off.running.url).origin;
+    const login = uniqueAccount('nosecret');
+    const { handle, human } = await signInWithStandin(off.http, github, { id: 7_100_003, login, emails: [{ email: `${login.toLowerCase()}@example.test`, primary: true, verified: true }] });
+    // A published agent, whose card would carry the credential controls.
+    const manifest = {
+      id: `${handle}/words`,
+      version: '0.1.0',
+      summary: 'Counts words.',
+      capabilities: [],
+      interface: { input: { type: 'object' }, output: { type: 'object' } },
+      price: { model: 'free', currency: 'EUR' },
+      runtime: { kind: 'webhook', endpoint: `${webhook.url}/words` },
+      license: 'proprietary',
+    };
+    await off.http.post('/v0/agents').set('authorization', `Bearer ${human}`).send(manifest).expect(201);
+
+    await page.goto(`${at}/console`);
+    await page.getByRole('link', { name: 'Sign in with GitHub' }).waitFor();
+    assert.equal(await page.getByTestId('features-off').count(), 0, 'GitHub sign-in is on: nothing to explain on this page');
+    await pasteKeyAndOpenAgents(at, human);
+    assert.equal(await page.getByTestId('features-off').textContent(), 'Endpoint credentials are off on this gateway: its operator has not set HOLON_FILE_SECRET.');
+    const card = page.locator(`[data-agent="${handle}/words"]`);
+    await card.waitFor();
+    assert.equal(await card.getByTestId('credential').count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Set credential' }).count(), 0);
+    assert.equal(await page.getByRole('heading', { name: 'Credential for a new agent' }).count(), 0);
+    await page.getByRole('heading', { name: 'Connect a webhook', level: 2 }).waitFor();
+    await checkAndSave('14-author-credentials-off');
+  } finally {
+    await off.close();
+  }
 });

@@ -186,6 +186,7 @@ const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> =
   // The signed link is the credential: anyone holding it downloads.
   'download-file': { cell: async () => ({ path: fileLink }), expected: same(200) },
   'read-catalog': { cell: async () => ({ path: '/v0/catalog' }), expected: same(200) },
+  'read-features': { cell: async () => ({ path: '/v0/features' }), expected: same(200) },
   // Six tries from one address: within the demo's 10 per visitor.
   'try-demo': { cell: async () => ({ path: '/v0/demo/gt/free', body: { do: 'ok' } }), expected: same(200) },
 };

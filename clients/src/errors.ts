@@ -62,10 +62,14 @@ export function toHolonError(error: unknown, response: Response | undefined, req
 export interface ClientOptions {
   /** The server's base URL, e.g. `http://127.0.0.1:4000`: a scheme is required. */
   baseUrl: string;
-  /** An API key, sent as `Authorization: Bearer <key>` (the hosted gateway's keys; the dev gateway needs none). */
-  key?: string;
-  /** A fetch implementation (default: the global `fetch`). */
-  fetch?: typeof fetch;
+  /**
+   * An API key, sent as `Authorization: Bearer <key>` (the hosted gateway's keys; the dev gateway
+   * needs none). `undefined` sends none, so `key: process.env.HOLON_API_KEY` compiles under
+   * `exactOptionalPropertyTypes` (on in `tsc --init`'s defaults).
+   */
+  key?: string | undefined;
+  /** A fetch implementation (default: the global `fetch`; `undefined` is the default too). */
+  fetch?: typeof fetch | undefined;
 }
 
 /**

@@ -67,7 +67,7 @@ export function createHolonClient(options: ClientOptions) {
     /** `POST /v0/calls` (gateway §1): 200 with the output, or 202 with the approval it waits for; a refusal throws `HolonError` carrying the receipt in `body.receipt`. */
     call: (request: CallRequest): Promise<CallAnswer> => data(sdk.call({ ...opts, body: request })),
     /** `GET /v0/approvals/{id}`: one approval; with `wait_s` (at most 60) a pending one answers once decided, with the approved call's `result`. */
-    readApproval: (id: string, query: { wait_s?: number } = {}) => data(sdk.readApproval({ ...opts, path: { id }, query })),
+    readApproval: (id: string, query: { wait_s?: number | undefined } = {}) => data(sdk.readApproval({ ...opts, path: { id }, query })),
     /** `GET /v0/approvals`: the approvals still pending. */
     listApprovals: () => data(sdk.listApprovals(opts)),
     /**
@@ -107,6 +107,8 @@ export function createHolonClient(options: ClientOptions) {
     draftAgent: (request: DraftRequest) => data(sdk.draftAgent({ ...opts, body: request })),
     /** Hosted, `POST /v0/auth/exchange`: trades the one-time code of `/console#login=<code>` for the handle and a human key (gateway §7 "Accounts"). */
     exchangeLoginCode: (code: string) => data(sdk.githubExchange({ ...opts, body: { code } })),
+    /** Hosted, `GET /v0/features` (no key needed): what the operator switched on (GitHub sign-in, publishing, endpoint credentials), each `{ on }` or `{ on: false, reason }`. */
+    readFeatures: () => data(sdk.readFeatures(opts)),
     /** Hosted, `GET /v0/me`: the account, its balance, mandates and keys (human key), or the key's mandate and budget (agent key). */
     readMe: () => data(sdk.readMe(opts)),
     /** Hosted, `GET /v0/mandates`: the caller's root mandates with their budgets (human key). */

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { operations } from './types.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file" | "read-catalog" | "try-demo";
+export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file" | "read-catalog" | "read-features" | "try-demo";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -720,6 +720,15 @@ export const operationTable: readonly Operation[] = [
     "method": "get",
     "path": "/v0/catalog",
     "koaPath": "/v0/catalog",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "read-features",
+    "method": "get",
+    "path": "/v0/features",
+    "koaPath": "/v0/features",
     "params": null,
     "query": null,
     "body": null
@@ -3006,6 +3015,47 @@ export const schemaDocument = {
                 }
               }
             }
+          }
+        }
+      },
+      "Features": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "github_sign_in",
+          "publishing",
+          "credentials"
+        ],
+        "properties": {
+          "github_sign_in": {
+            "$ref": "#/components/schemas/Feature",
+            "description": "`GET /v0/auth/github` and its callback and exchange (else 503 `github_signin_off`)."
+          },
+          "publishing": {
+            "$ref": "#/components/schemas/Feature",
+            "description": "`POST /v0/agents` (else 503 `publishing_off`)."
+          },
+          "credentials": {
+            "$ref": "#/components/schemas/Feature",
+            "description": "`PUT /v0/agents/{ns}/{name}/credential` (else 503 `credentials_unavailable`)."
+          }
+        }
+      },
+      "Feature": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "on"
+        ],
+        "properties": {
+          "on": {
+            "type": "boolean",
+            "description": "Whether the feature is on."
+          },
+          "reason": {
+            "type": "string",
+            "maxLength": 300,
+            "description": "When off: a sentence naming the setting the operator has not set."
           }
         }
       },

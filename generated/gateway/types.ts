@@ -641,6 +641,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v0/features": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What this gateway's operator switched on (gateway §7 "Operating")
+         * @description The features that depend on an optional setting, each `on` or off with the `reason`: GitHub sign-in and publishing need a GitHub OAuth app (`HOLON_GITHUB_CLIENT_ID` and `HOLON_GITHUB_CLIENT_SECRET`), endpoint credentials need `HOLON_FILE_SECRET`. An operation of a feature that is off answers 503. Read once at start-up: the console offers only what is on. No key needed; any key is accepted.
+         */
+        get: operations["read-features"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v0/demo/{ns}/{name}": {
         parameters: {
             query?: never;
@@ -1342,6 +1362,20 @@ export interface components {
                 code: string;
                 runs: number;
             }[];
+        };
+        Features: {
+            /** @description `GET /v0/auth/github` and its callback and exchange (else 503 `github_signin_off`). */
+            github_sign_in: components["schemas"]["Feature"];
+            /** @description `POST /v0/agents` (else 503 `publishing_off`). */
+            publishing: components["schemas"]["Feature"];
+            /** @description `PUT /v0/agents/{ns}/{name}/credential` (else 503 `credentials_unavailable`). */
+            credentials: components["schemas"]["Feature"];
+        };
+        Feature: {
+            /** @description Whether the feature is on. */
+            on: boolean;
+            /** @description When off: a sentence naming the setting the operator has not set. */
+            reason?: string;
         };
         Catalog: {
             /** @description Whether measured records are shown (`HOLON_RECORDS`). */
@@ -2807,6 +2841,27 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Catalog"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    "read-features": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The features. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Features"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -16,6 +16,7 @@ import { createWebhookRuntime } from '../runtimes/webhook.ts';
 import type { Delegate } from '../runtimes/types.ts';
 import { readCredential, removeCredential, storeCredential } from './credentials.ts';
 import type { EndpointAccess } from './endpoints.ts';
+import { CREDENTIALS_OFF } from './features.ts';
 import type { Principal } from './principal.ts';
 
 /** The largest example input and example answer a draft holds, in bytes of JSON (64 KiB each). */
@@ -91,7 +92,7 @@ export function endpointHandlers(deps: EndpointRouteDeps) {
   return {
     'set-credential': async ({ params, body }: OperationRequest<'set-credential'>, _ctx: unknown, principal: Principal) => {
       const agent = ownAgent(principal as Human, params.ns, params.name);
-      if (endpoints.key === null) throw new HttpError(503, 'credentials_unavailable', 'endpoint credentials are off on this gateway: its operator has not set HOLON_FILE_SECRET');
+      if (endpoints.key === null) throw new HttpError(503, 'credentials_unavailable', CREDENTIALS_OFF);
       await storeCredential(db, endpoints.key, (principal as Human).account, agent, body.token);
       return { agent, set: true };
     },

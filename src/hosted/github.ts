@@ -16,6 +16,7 @@ import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
 import { createAccountRows, creditSignup, type AccountDeps } from './accounts.ts';
+import { GITHUB_SIGN_IN_OFF } from './features.ts';
 import { normalizeHandle, refuseReserved } from './handles.ts';
 import { mintKey, sha256, SIGNIN_KEY_TTL_MS } from './keys.ts';
 import type { HostedSettings } from './settings.ts';
@@ -44,7 +45,7 @@ class LoginError extends Error {
 /** The handlers when sign-in is off. */
 export function githubOff(): GithubHandlers {
   const off: MountedHandler = async () => {
-    throw new HttpError(503, 'github_signin_off', 'sign in with GitHub is off on this gateway (no HOLON_GITHUB_CLIENT_ID/HOLON_GITHUB_CLIENT_SECRET): sign up with POST /v0/signup');
+    throw new HttpError(503, 'github_signin_off', `${GITHUB_SIGN_IN_OFF}: sign up with POST /v0/signup`);
   };
   return { 'github-signin': off, 'github-callback': off, 'github-exchange': off };
 }

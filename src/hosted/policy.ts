@@ -53,5 +53,7 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   'download-file': anyone,
   // The catalogue and the demo: anyone, no key needed (§7 "Principals": none reads the catalogue).
   'read-catalog': anyone,
+  // What the operator switched on: anyone, so the signed-out console knows whether to offer GitHub sign-in.
+  'read-features': anyone,
   'try-demo': anyone,
 };

@@ -29,6 +29,7 @@ import { iso } from '../db/index.ts';
 import { HttpError } from '../http/errors.ts';
 import { agentRef, type Registry } from '../gateway/registry.ts';
 import type { components } from '../../generated/gateway/types.ts';
+import { PUBLISHING_OFF } from './features.ts';
 import { checkSourceRepository } from './github-source.ts';
 import type { HostedSettings } from './settings.ts';
 
@@ -130,7 +131,7 @@ function checkLineage(registry: Registry, loaded: LoadedManifest): void {
 export async function publishVersion(deps: PublishDeps, account: string, document: unknown): Promise<PublicationView> {
   const { db, registry } = deps;
   if (deps.github === null) {
-    throw new HttpError(503, 'publishing_off', 'publishing is off on this gateway: it has no GitHub app (HOLON_GITHUB_CLIENT_ID/HOLON_GITHUB_CLIENT_SECRET); calls to listed agents keep being served');
+    throw new HttpError(503, 'publishing_off', `${PUBLISHING_OFF}; calls to listed agents keep being served`);
   }
   const row = await db('hosted_accounts').where({ handle: account }).first('github_id', 'github_login');
   if (!row || row.github_id === null) throw new HttpError(403, 'github_link_required', 'publishing needs an account linked to GitHub: sign in with GitHub (GET /v0/auth/github) with the same email, then publish again');

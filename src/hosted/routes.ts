@@ -20,6 +20,7 @@ import type { Gateway } from '../gateway/lifecycle.ts';
 import { budgetOf, budgetView, loadMandate, storeMandate } from '../gateway/mandates.ts';
 import { listReceiptTrees, RECEIPT_PAGE } from '../gateway/receipts.ts';
 import { adminCredit, clearingFailure, mandateRefused, signUp, type AccountDeps } from './accounts.ts';
+import type { Features } from './features.ts';
 import type { GithubHandlers } from './github.ts';
 import { endpointHandlers } from './endpoint-routes.ts';
 import type { EndpointAccess } from './endpoints.ts';
@@ -50,6 +51,8 @@ export interface HostedRouteDeps extends AccountDeps {
   endpoints: EndpointAccess;
   /** The file operations' link key, bounds and clock. */
   files: FileRouteDeps;
+  /** What the operator switched on (`features.ts`), answered by `GET /v0/features`. */
+  features: Features;
   /** The public catalogue (`src/hosted/catalog.ts`). */
   catalog: () => Promise<unknown>;
   /** Runs one demo try (`src/hosted/demo.ts`). */
@@ -265,6 +268,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
 
     'download-file': async (request: OperationRequest<'download-file'>, ctx) => downloadFile(deps.files, ctx, request),
     'read-catalog': async () => deps.catalog(),
+    'read-features': async () => deps.features,
 
     'try-demo': async ({ params, body }: OperationRequest<'try-demo'>, ctx) => deps.demo(params.ns, params.name, body, ctx),
 

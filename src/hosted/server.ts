@@ -19,6 +19,7 @@ import type { Resolve } from './egress.ts';
 import { consolePages } from './console/pages.ts';
 import { runtimeFor } from '../runtimes/index.ts';
 import { readCatalog } from './catalog.ts';
+import { featuresOf } from './features.ts';
 import { DEMO_PATH, demoCors, demoRunner } from './demo.ts';
 import { githubSignIn } from './github.ts';
 import { rateLimits } from './limits.ts';
@@ -135,6 +136,7 @@ export async function hostedExtension(
     files: fileDeps,
     publish: { db, registry: parts.registry, github: settings.github, checkEndpoint: hooks.checkEndpoint, onPublished: hooks.onPublished, logger: parts.logger },
     earnings: { db, evaluationsOf: hooks.evaluationsOf, credentialSet: hooks.credentialSet },
+    features: featuresOf(settings),
     catalog: () => readCatalog(db, parts.registry, settings.records),
     demo: demoRunner({ registry: parts.registry, runtimeFor: (kind) => runtimeFor(kind), trust_proxy: settings.trust_proxy }),
   };

@@ -918,6 +918,32 @@ export type MeasuredRecord = {
     }>;
 };
 
+export type Features = {
+    /**
+     * `GET /v0/auth/github` and its callback and exchange (else 503 `github_signin_off`).
+     */
+    github_sign_in: Feature;
+    /**
+     * `POST /v0/agents` (else 503 `publishing_off`).
+     */
+    publishing: Feature;
+    /**
+     * `PUT /v0/agents/{ns}/{name}/credential` (else 503 `credentials_unavailable`).
+     */
+    credentials: Feature;
+};
+
+export type Feature = {
+    /**
+     * Whether the feature is on.
+     */
+    on: boolean;
+    /**
+     * When off: a sentence naming the setting the operator has not set.
+     */
+    reason?: string;
+};
+
 export type Catalog = {
     /**
      * Whether measured records are shown (`HOLON_RECORDS`).
@@ -2492,6 +2518,31 @@ export type ReadCatalogResponses = {
 };
 
 export type ReadCatalogResponse = ReadCatalogResponses[keyof ReadCatalogResponses];
+
+export type ReadFeaturesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v0/features';
+};
+
+export type ReadFeaturesErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+};
+
+export type ReadFeaturesError = ReadFeaturesErrors[keyof ReadFeaturesErrors];
+
+export type ReadFeaturesResponses = {
+    /**
+     * The features.
+     */
+    200: Features;
+};
+
+export type ReadFeaturesResponse = ReadFeaturesResponses[keyof ReadFeaturesResponses];
 
 export type TryDemoData = {
     body: DemoRequest;

@@ -4,12 +4,14 @@
  * chart of the last 30 days), then each agent it published with its endpoint credential (set or
  * not, set with `PUT …/credential`, removed with `DELETE …/credential`) and its versions, each
  * with its evaluations (public cases in detail, hidden ones as pass/fail, as the gateway answers
- * them) and what it earned; then "Connect a webhook" (`connect-webhook.ts`).
+ * them) and what it earned; then "Connect a webhook" (`connect-webhook.ts`). Credentials and
+ * "Connect a webhook" are shown only when the gateway offers them (`GET /v0/features`: endpoint
+ * credentials need `HOLON_FILE_SECRET`, publishing a GitHub app); otherwise one line says why.
  */
 import type { MyAgentVersion } from '../../../../clients/src/index.ts';
 import type { CaseResult, EvaluationView } from '../../evaluation.ts';
 import { connectWebhook } from './connect-webhook.ts';
-import { describeError, type ConsoleContext } from './context.ts';
+import { describeError, featuresOff, type ConsoleContext } from './context.ts';
 import { facts, h, type Child } from './dom.ts';
 import { earningsChart } from './earnings-chart.ts';
 
@@ -83,8 +85,9 @@ function credentialForm(context: ConsoleContext, agent: () => string, field: str
   return form;
 }
 
-/** One agent (`ns/name`): its credential status and controls, then its versions, newest first. */
+/** One agent (`ns/name`): its credential status and controls (when credentials are on), then its versions, newest first. */
 function agentCard(context: ConsoleContext, id: string, versions: MyAgentVersion[], currency: string): HTMLElement {
+  const credentials = context.features.credentials.on;
   const set = versions[0].credential_set;
   const remove = async () => {
     try {
@@ -100,9 +103,9 @@ function agentCard(context: ConsoleContext, id: string, versions: MyAgentVersion
     'li',
     { class: 'card', 'data-agent': id },
     h('h3', {}, id),
-    h('p', {}, 'Endpoint credential: ', h('strong', { 'data-testid': 'credential' }, set ? 'set' : 'not set')),
-    credentialForm(context, () => id, `credential-${slug}`, `${set ? 'Replace' : 'Set'} the endpoint credential of ${id}`),
-    set ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger', 'aria-label': `Remove the endpoint credential of ${id}`, onclick: remove }, 'Remove credential')) : null,
+    credentials && h('p', {}, 'Endpoint credential: ', h('strong', { 'data-testid': 'credential' }, set ? 'set' : 'not set')),
+    credentials && credentialForm(context, () => id, `credential-${slug}`, `${set ? 'Replace' : 'Set'} the endpoint credential of ${id}`),
+    credentials && set ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger', 'aria-label': `Remove the endpoint credential of ${id}`, onclick: remove }, 'Remove credential')) : null,
     h('ul', { class: 'cards' }, ...versions.map((version) => versionItem(version, currency))),
   );
 }
@@ -116,10 +119,12 @@ export async function authorsView(context: ConsoleContext): Promise<HTMLElement>
     byAgent.set(id, [...(byAgent.get(id) ?? []), version]);
   }
   const handle = context.me.handle;
+  const { credentials, publishing } = context.features;
   const newName = h('input', { id: 'credential-name', type: 'text', name: 'name', required: true, autocomplete: 'off', spellcheck: 'false', maxlength: '64' });
   return h(
     'div',
     {},
+    featuresOff(context.features, ['publishing', 'credentials']),
     h(
       'section',
       { 'aria-labelledby': 'earnings-title' },
@@ -132,15 +137,16 @@ export async function authorsView(context: ConsoleContext): Promise<HTMLElement>
       'section',
       { 'aria-labelledby': 'agents-title' },
       h('h2', { id: 'agents-title' }, 'Published agents'),
-      byAgent.size === 0 ? h('p', {}, 'You have published nothing yet: connect a webhook below.') : h('ul', { class: 'cards' }, ...[...byAgent].map(([id, versions]) => agentCard(context, id, versions, mine.currency))),
+      byAgent.size === 0 ? h('p', {}, publishing.on ? 'You have published nothing yet: connect a webhook below.' : 'You have published nothing yet.') : h('ul', { class: 'cards' }, ...[...byAgent].map(([id, versions]) => agentCard(context, id, versions, mine.currency))),
     ),
-    h(
-      'section',
-      { 'aria-labelledby': 'new-credential-title' },
-      h('h2', { id: 'new-credential-title' }, 'Credential for a new agent'),
-      h('p', { class: 'hint' }, `Set the token your server requires before publishing: it is sent as Authorization: Bearer to ${handle}/<name>'s endpoint, drafts included, and never shown again.`),
-      credentialForm(context, () => `${handle}/${newName.value.trim()}`, 'credential-new', 'Endpoint credential', h('div', { class: 'field' }, h('label', { for: 'credential-name' }, `Agent name (${handle}/…)`), newName)),
-    ),
-    connectWebhook(context),
+    credentials.on &&
+      h(
+        'section',
+        { 'aria-labelledby': 'new-credential-title' },
+        h('h2', { id: 'new-credential-title' }, 'Credential for a new agent'),
+        h('p', { class: 'hint' }, `Set the token your server requires before publishing: it is sent as Authorization: Bearer to ${handle}/<name>'s endpoint, drafts included, and never shown again.`),
+        credentialForm(context, () => `${handle}/${newName.value.trim()}`, 'credential-new', 'Endpoint credential', h('div', { class: 'field' }, h('label', { for: 'credential-name' }, `Agent name (${handle}/…)`), newName)),
+      ),
+    publishing.on && connectWebhook(context),
   );
 }

@@ -1,15 +1,17 @@
 /**
  * The console (issue 11, gateway §7): one page at `/console`, served by the hosted gateway,
- * that talks to it only through the typed client `@holon/client` over `/v0`. Signed out, it
- * offers "Sign in with GitHub" (the gateway's `/v0/auth/github` round trip ends at
- * `/console#login=<code>`, traded once with `POST /v0/auth/exchange`) or pasting a human key.
+ * that talks to it only through the typed client `@holon/client` over `/v0`. It first reads what
+ * the operator switched on (`GET /v0/features`) and offers only that (issue 26). Signed out, it
+ * offers "Sign in with GitHub" when it is on (the gateway's `/v0/auth/github` round trip ends at
+ * `/console#login=<code>`, traded once with `POST /v0/auth/exchange`) and pasting a human key.
  * Signed in, five views: overview (balance, mandates), approvals, keys, receipts, and the author
- * section (agents: published versions, evaluations, earnings, endpoint credentials, connect a webhook).
+ * section (agents: published versions, evaluations, earnings, and when on, endpoint credentials
+ * and connect a webhook).
  */
-import { createHolonClient, HolonError, type NewKey } from '../../../../clients/src/index.ts';
+import { createHolonClient, HolonError, type Features, type NewKey } from '../../../../clients/src/index.ts';
 import { approvalsView } from './approvals.ts';
 import { authorsView } from './authors.ts';
-import { describeError, type ConsoleContext } from './context.ts';
+import { describeError, featuresOff, type ConsoleContext } from './context.ts';
 import { h, replace } from './dom.ts';
 import { keysView, newKeyPanel } from './keys.ts';
 import { overviewView } from './overview.ts';
@@ -44,21 +46,25 @@ const who = document.getElementById('who')!;
 const status = document.getElementById('status')!;
 const alertRegion = document.getElementById('alert')!;
 
+/** What the gateway offers, read once by `start`; null until read, or when it could not be read (then GitHub sign-in is not offered). */
+let features: Features | null = null;
+
 /** Announces `message`: an outcome in the status region, a refusal in the alert region. */
 function notify(message: string, kind: 'ok' | 'error' = 'ok'): void {
   replace(kind === 'error' ? alertRegion : status, message);
   replace(kind === 'error' ? status : alertRegion);
 }
 
-/** The signed-out page: GitHub sign-in, or a pasted human key. */
+/** The signed-out page: GitHub sign-in when it is on (else the line saying why it is off), and a pasted human key. */
 function showSignIn(message?: string): void {
+  const github = features?.github_sign_in.on === true;
   replace(who);
   if (message) notify(message, 'error');
   const input = h('input', { id: 'paste-key', type: 'password', name: 'key', autocomplete: 'off', required: true, spellcheck: 'false', placeholder: 'hlk_h_…' });
   const form = h(
     'form',
     { class: 'card sign-in', 'aria-labelledby': 'paste-title' },
-    h('h2', { id: 'paste-title' }, 'Or paste a human key'),
+    h('h2', { id: 'paste-title' }, github ? 'Or paste a human key' : 'Paste a human key'),
     h('div', { class: 'field' }, h('label', { for: 'paste-key' }, 'Human key'), input),
     h('p', { class: 'hint' }, 'The key stays in this tab (session storage) and is forgotten when you close it.'),
     h('button', { type: 'submit' }, 'Open the console'),
@@ -74,15 +80,15 @@ function showSignIn(message?: string): void {
       'section',
       { class: 'card sign-in', 'aria-labelledby': 'signin-title' },
       h('h2', { id: 'signin-title' }, 'Sign in'),
-      h('p', {}, 'See your balance, mandates, keys and receipts, decide the calls waiting for your approval, and publish agents and see what they earn.'),
-      h('a', { class: 'button primary', href: '/v0/auth/github', id: 'github-signin' }, 'Sign in with GitHub'),
+      h('p', {}, `See your balance, mandates, keys and receipts, decide the calls waiting for your approval${features?.publishing.on ? ', and publish agents and see what they earn' : ''}.`),
+      github ? h('a', { class: 'button primary', href: '/v0/auth/github', id: 'github-signin' }, 'Sign in with GitHub') : features && featuresOff(features, ['github_sign_in']),
     ),
     form,
   );
 }
 
 /** Draws the signed-in shell and `view`; a key that stopped working signs out. */
-async function showConsole(key: string, view: ViewName, shownOnce?: NewKey): Promise<void> {
+async function showConsole(key: string, view: ViewName, offered: Features, shownOnce?: NewKey): Promise<void> {
   const holon = createHolonClient({ baseUrl: location.origin, key });
   let current = view;
   const content = h('div', { id: 'view' });
@@ -92,6 +98,7 @@ async function showConsole(key: string, view: ViewName, shownOnce?: NewKey): Pro
   const context: ConsoleContext = {
     holon,
     me: await holon.readMe(),
+    features: offered,
     notify,
     refresh: async () => {
       try {
@@ -124,11 +131,12 @@ function signOut(message?: string): void {
   showSignIn(message);
 }
 
-/** Starts the console: trades a sign-in code when the fragment carries one, then opens the session's key. */
+/** Starts the console: reads what the gateway offers, trades a sign-in code when the fragment carries one, then opens the session's key. */
 async function start(): Promise<void> {
   const fragment = takeLoginFragment();
   let shownOnce: NewKey | undefined;
   try {
+    features ??= await createHolonClient({ baseUrl: location.origin }).readFeatures();
     if (fragment && 'login' in fragment) {
       const traded = await createHolonClient({ baseUrl: location.origin }).exchangeLoginCode(fragment.login);
       storeKey(traded.human_key.key);
@@ -137,7 +145,7 @@ async function start(): Promise<void> {
     if (fragment && 'login_error' in fragment) return showSignIn(LOGIN_ERRORS[fragment.login_error] ?? `Sign-in failed (${fragment.login_error}).`);
     const key = storedKey();
     if (!key) return showSignIn();
-    await showConsole(key, 'overview', shownOnce);
+    await showConsole(key, 'overview', features, shownOnce);
   } catch (error) {
     if (error instanceof HolonError && error.status === 401) return signOut('That key is unknown, revoked or expired: sign in again.');
     forgetKey();
