@@ -2,13 +2,15 @@
  * The `holon` command line (commander). Servers print their URL, log one line per request at
  * `HOLON_LOG_LEVEL` (default info) and stop cleanly on SIGINT or SIGTERM; a server that cannot
  * start (a port in use, a locked data directory, a bad `DATABASE_URL`) says so in one line on
- * stderr and exits 1. The client commands live in `./cli/client-commands.ts`; the servers'
- * modules are imported only by the command that runs them, so a client command starts quickly.
+ * stderr and exits 1. Bad usage of any command (an unknown command or option, a missing
+ * argument) exits 2, the client commands' `EXIT.usage`. The client commands live in
+ * `./cli/client-commands.ts`; the servers' modules are imported only by the command that runs
+ * them, so a client command starts quickly.
  */
 import { Command } from 'commander';
 import pino, { type Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
-import { addClientCommands } from './cli/client-commands.ts';
+import { addClientCommands, EXIT } from './cli/client-commands.ts';
 import { assertPortFree, httpUrl } from './cli/preflight.ts';
 import type { Store } from './hosted/backup.ts';
 
@@ -69,6 +71,10 @@ function portOf(text: string, option = '--port'): number {
 }
 
 const program = new Command('holon').description('Holon: the gateway for calls between AI agents, and its clearing seam').version(packageJson.version, '-V, --version', 'print the version');
+// Bad usage (an unknown command or option, a missing argument, no command) exits 2 as the README's
+// exit codes say, not commander's 1; `--help` and `--version` keep 0. Set before any command is
+// added: each command copies it from its parent.
+program.exitOverride((error) => process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.usage));
 
 program
   .command('serve')
