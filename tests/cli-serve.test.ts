@@ -86,6 +86,14 @@ test('DATABASE_URL: another scheme is refused in one line with the password hidd
   assert.equal(down.stderr, `holon: could not start the clearing binding: DATABASE_URL postgresql://holon:***@127.0.0.1:${port}/holon: connect ECONNREFUSED 127.0.0.1:${port}\n`);
 });
 
+test('holon serve --hosted refuses an out-of-bounds rate limit in one line, exit 1, before opening any database', async () => {
+  // A data directory that cannot be made: were the setting let through, the start would fail on it, not hang.
+  const env = { HOLON_RATE_ACCOUNT: '5000000', PORT: undefined, HOST: undefined, DATABASE_URL: undefined };
+  const result = await holon(['serve', '--hosted', '--port', String(await closedPort()), '--db', '/dev/null/never-opened'], { env });
+  assert.equal(result.code, 1);
+  assert.equal(result.stderr, 'holon: could not start the gateway: refusing to start: HOLON_RATE_ACCOUNT must be a whole number from 1 to 1000000 (requests per account per minute); got "5000000"\n');
+});
+
 test('HOLON_LOG_LEVEL must be a level; an unknown one lists the levels', async () => {
   const result = await holon(['clearing', 'serve', '--port', '0'], { env: { HOLON_LOG_LEVEL: 'loud' }, cwd: await tempDir() });
   assert.equal(result.code, 2);
