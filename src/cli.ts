@@ -120,7 +120,7 @@ program
     const running = await starting('the gateway', port, async () => {
       const logger = serverLogger();
       const { agentsPortFromEnv } = await import('./gateway/server.ts');
-      // An agents port someone asked for is checked like --port; with none, the gateway takes a free one.
+      // An agents port someone asked for is checked like --port; with none, the gateway takes 4300 when free, else a free one.
       const agents_host_port = option_port ?? agentsPortFromEnv() ?? undefined;
       if (agents_host_port !== undefined) await assertAgentsPortFree(agents_host_port, option_port === undefined ? 'HOLON_AGENTS_PORT' : '--agents-port');
       if (opts.hosted) {
