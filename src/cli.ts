@@ -2,14 +2,18 @@
  * The `holon` command line (commander). Servers print their URL, log one line per request at
  * `HOLON_LOG_LEVEL` (default info) and stop cleanly on SIGINT or SIGTERM; a server that cannot
  * start (a port in use, a locked data directory, a bad `DATABASE_URL`) says so in one line on
- * stderr and exits 1. The client commands live in `./cli/client-commands.ts`; the servers'
- * modules are imported only by the command that runs them, so a client command starts quickly.
+ * stderr and exits 1. Bad usage of any command (an unknown command or option, a missing
+ * argument) exits 2, the client commands' `EXIT.usage`. The client commands live in
+ * `./cli/client-commands.ts`; the servers' modules are imported only by the command that runs
+ * them, so a client command starts quickly.
  */
+import type { AddressInfo } from 'node:net';
 import { Command } from 'commander';
 import pino, { type Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
-import { addClientCommands } from './cli/client-commands.ts';
-import { assertPortFree, httpUrl } from './cli/preflight.ts';
+import { addClientCommands, EXIT } from './cli/client-commands.ts';
+import { assertAgentsPortFree, assertPortFree, httpUrl } from './cli/preflight.ts';
+import type { RunningGateway } from './gateway/server.ts';
 import type { Store } from './hosted/backup.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
@@ -68,34 +72,65 @@ function portOf(text: string, option = '--port'): number {
   return port;
 }
 
+/** A URL option's value (`--clearing-url`): an absolute http(s) URL without a trailing slash; exits 2 otherwise, naming the URL to write. */
+function urlOf(text: string, option: string): string {
+  try {
+    return httpUrl(text, option);
+  } catch (error) {
+    process.stderr.write(`holon: ${(error as Error).message}\n`);
+    process.exit(EXIT.usage);
+  }
+}
+
+/**
+ * The line a gateway prints once it listens: where it listens, and a URL that reaches it from this
+ * machine. On one address the two are the same URL; on every interface (`0.0.0.0`, `::`, as the
+ * hosted image runs) the address and port come first, then `http://127.0.0.1:PORT`. Then its
+ * clearing binding, its agents host when it started one, and its API reference.
+ */
+function listeningLine(running: RunningGateway): string {
+  const { address, port } = running.server.address() as AddressInfo;
+  const everywhere = address === '0.0.0.0' || address === '::';
+  const where = everywhere ? `${address.includes(':') ? `[${address}]` : address}:${port}, every interface (from this machine: ${running.url}; ` : `${running.url} (`;
+  return `holon gateway listening on ${where}clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''}; reference: ${running.url}/docs)`;
+}
+
 const program = new Command('holon').description('Holon: the gateway for calls between AI agents, and its clearing seam').version(packageJson.version, '-V, --version', 'print the version');
+// Bad usage (an unknown command or option, a missing argument, no command) exits 2 as the README's
+// exit codes say, not commander's 1; `--help` and `--version` keep 0. Set before any command is
+// added: each command copies it from its parent.
+program.exitOverride((error) => process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.usage));
 
 program
   .command('serve')
   .description('run the dev gateway with the embedded database, the reference clearing binding and the example agents')
   .option('--port <port>', 'TCP port', '4000')
   .option('--db <dir>', 'data directory (PGlite; ignored when DATABASE_URL is set)', '.holon')
-  .option('--clearing-url <url>', 'use this clearing binding instead of the reference one')
+  .option('--clearing-url <url>', 'settle with this clearing binding (over HTTP) instead of the reference one in this process; with --hosted too')
   .option('--host <address>', 'the address to listen on; off loopback, peers of the network are served', '127.0.0.1')
   .option('--allowed-hosts <names>', 'comma-separated public names (host[:port] or URL) the gateway also answers to (default: HOLON_ALLOWED_HOSTS)')
-  .option('--agents-port <port>', 'the port of agents/host.mjs, which the shipped MCP agents follow (default: HOLON_AGENTS_PORT, else 4300)')
+  .option('--agents-port <port>', 'the port of agents/host.mjs, which the shipped MCP agents follow (default: HOLON_AGENTS_PORT, else 4300 when free, else a free one)')
   .option('--hosted', 'run the hosted gateway (gateway §7): accounts, keys, principals; PORT and HOST from the environment when set')
   .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: string; hosted?: boolean }) => {
     const port = portOf(opts.hosted ? (process.env.PORT ?? opts.port) : opts.port);
     const host = opts.hosted ? (process.env.HOST ?? opts.host) : opts.host;
-    const agents_host_port = opts.agentsPort === undefined ? undefined : portOf(opts.agentsPort, '--agents-port');
+    const option_port = opts.agentsPort === undefined ? undefined : portOf(opts.agentsPort, '--agents-port');
+    const clearing_url = opts.clearingUrl === undefined ? undefined : urlOf(opts.clearingUrl, '--clearing-url');
     const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
     const running = await starting('the gateway', port, async () => {
       const logger = serverLogger();
+      const { agentsPortFromEnv } = await import('./gateway/server.ts');
+      // An agents port someone asked for is checked like --port; with none, the gateway takes 4300 when free, else a free one.
+      const agents_host_port = option_port ?? agentsPortFromEnv() ?? undefined;
+      if (agents_host_port !== undefined) await assertAgentsPortFree(agents_host_port, option_port === undefined ? 'HOLON_AGENTS_PORT' : '--agents-port');
       if (opts.hosted) {
         const { startHostedGateway } = await import('./hosted/server.ts');
-        return startHostedGateway({ port, host, db: opts.db, allowed_hosts, agents_host_port, logger });
+        return startHostedGateway({ port, host, db: opts.db, clearing_url, allowed_hosts, agents_host_port, logger });
       }
-      const clearing_url = opts.clearingUrl === undefined ? undefined : httpUrl(opts.clearingUrl, '--clearing-url');
       const { startGateway } = await import('./gateway/server.ts');
       return startGateway({ port, db: opts.db, clearing_url, host, allowed_hosts, agents_host_port, logger });
     });
-    process.stdout.write(`holon gateway listening on ${running.url} (clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''}; reference: ${running.url}/docs)\n`);
+    process.stdout.write(`${listeningLine(running)}\n`);
     closeOnSignal(running.close);
   });
 

@@ -4,9 +4,13 @@
  * line without a stack trace; `holon clearing serve` does not collide with a dev gateway's own
  * binding directory; one log line per request (method, path, status, ms, receipt id); the
  * agents host's lines reach the gateway's log prefixed; `HOLON_LOG_LEVEL` is checked; `npm start`
- * starts the gateway; every environment variable the code reads is in the README's table.
+ * starts the gateway; every environment variable the code reads is in the README's table. And
+ * issue 26: a hosted gateway starts beside a running dev gateway (the agents host takes a free port
+ * when none was asked for; an agents port asked for and taken is one line, exit 1), its start line
+ * names the address it listens on, and `--clearing-url` sends its settlements to that binding.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { access, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createTcpServer, type Server } from 'node:net';
@@ -14,12 +18,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { after, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import lockfile from 'proper-lockfile';
 import pino from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
+import { startClearingServer, type RunningClearing } from '../src/clearing/server.ts';
+import { HttpClearingPort } from '../src/gateway/clearing.ts';
 import { startGateway } from '../src/gateway/server.ts';
-import { BIN, closedPort, holon } from './helpers/cli.ts';
+import { BIN, closedPort, holon, serving, type Serving } from './helpers/cli.ts';
 import { freshStore } from './helpers/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -84,6 +90,14 @@ test('DATABASE_URL: another scheme is refused in one line with the password hidd
   const down = await holon(['clearing', 'serve', '--port', '0'], { env: { DATABASE_URL: `postgresql://holon:secret@127.0.0.1:${port}/holon` } });
   assert.equal(down.code, 1);
   assert.equal(down.stderr, `holon: could not start the clearing binding: DATABASE_URL postgresql://holon:***@127.0.0.1:${port}/holon: connect ECONNREFUSED 127.0.0.1:${port}\n`);
+});
+
+test('holon serve --hosted refuses an out-of-bounds rate limit in one line, exit 1, before opening any database', async () => {
+  // A data directory that cannot be made: were the setting let through, the start would fail on it, not hang.
+  const env = { HOLON_RATE_ACCOUNT: '5000000', PORT: undefined, HOST: undefined, DATABASE_URL: undefined };
+  const result = await holon(['serve', '--hosted', '--port', String(await closedPort()), '--db', '/dev/null/never-opened'], { env });
+  assert.equal(result.code, 1);
+  assert.equal(result.stderr, 'holon: could not start the gateway: refusing to start: HOLON_RATE_ACCOUNT must be a whole number from 1 to 1000000 (requests per account per minute); got "5000000"\n');
 });
 
 test('HOLON_LOG_LEVEL must be a level; an unknown one lists the levels', async () => {
@@ -170,4 +184,97 @@ test('every environment variable the code reads is in the README table', async (
   }
   assert.ok(names.has('HOLON_LOG_LEVEL') && names.has('DATABASE_URL') && names.has('HOLON_GATEWAY_URL'));
   for (const name of names) assert.match(table, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `${name} is documented`);
+});
+
+describe('a hosted gateway beside a running dev gateway (issue 26)', () => {
+  /** Neither gateway is told where to listen or run its agents but by its arguments. */
+  const base = { HOLON_LOG_LEVEL: 'silent', HOLON_AGENTS_PORT: undefined, PORT: undefined, HOST: undefined };
+  let binding: RunningClearing;
+  let dev: Serving;
+  let hosted: Serving;
+  let dev_port: number;
+  let hosted_port: number;
+
+  /** The agents host's port a start line names. */
+  const agentsPortOf = (line: string) => Number(/agents: http:\/\/127\.0\.0\.1:(\d+)\/mcp/.exec(line)?.[1]);
+
+  before(async () => {
+    const binding_store = await freshStore();
+    const target = binding_store.database_url ? { url: binding_store.database_url } : { dir: path.join(binding_store.db, 'clearing') };
+    binding = await startClearingServer({ target, port: 0, logger: pino({ level: 'silent' }) });
+    const [dev_store, hosted_store] = [await freshStore(), await freshStore()];
+    [dev_port, hosted_port] = [await closedPort(), await closedPort()];
+    // As the README's first section runs it: no --agents-port.
+    dev = await serving(['serve', '--port', String(dev_port), '--db', dev_store.db], { ...base, DATABASE_URL: dev_store.database_url });
+    hosted = await serving(
+      ['serve', '--hosted', '--port', String(hosted_port), '--host', '0.0.0.0', '--db', hosted_store.db, '--clearing-url', binding.url],
+      { ...base, DATABASE_URL: hosted_store.database_url, HOLON_ADMIN_KEY: undefined, HOLON_REGISTRY: undefined, HOLON_EXCLUDE: undefined },
+    );
+  });
+
+  after(async () => {
+    await hosted?.stop();
+    await dev?.stop();
+    await binding?.close();
+  });
+
+  test('both start, each agents host on a port of its own; the dev start line is its URL', () => {
+    assert.match(dev.line, new RegExp(`^holon gateway listening on http://127\\.0\\.0\\.1:${dev_port} \\(clearing: http://127\\.0\\.0\\.1:\\d+, agents: http://127\\.0\\.0\\.1:\\d+/mcp; reference: http://127\\.0\\.0\\.1:${dev_port}/docs\\)$`));
+    assert.ok(agentsPortOf(dev.line) > 0 && agentsPortOf(hosted.line) > 0);
+    assert.notEqual(agentsPortOf(hosted.line), agentsPortOf(dev.line));
+  });
+
+  test('the hosted start line names the address it listens on, every interface, and a URL that reaches it', async () => {
+    const url = `http://127.0.0.1:${hosted_port}`;
+    assert.equal(
+      hosted.line,
+      `holon gateway listening on 0.0.0.0:${hosted_port}, every interface (from this machine: ${url}; clearing: ${binding.url}, agents: http://127.0.0.1:${agentsPortOf(hosted.line)}/mcp; reference: ${url}/docs)`,
+    );
+    assert.equal((await fetch(`${url}/healthz`)).status, 200);
+  });
+
+  test('an agents port asked for and taken is one line naming it and how it was asked for, exit 1', async () => {
+    const taken = agentsPortOf(dev.line);
+    // A data directory that cannot be made: were the port not checked first, the start would fail on it instead.
+    const args = ['serve', '--port', String(await closedPort()), '--db', '/dev/null/never-opened'];
+    const env = { ...base, DATABASE_URL: undefined };
+    const flag = await holon([...args, '--agents-port', String(taken)], { env });
+    assert.deepEqual(flag, {
+      code: 1,
+      stdout: '',
+      stderr: `holon: could not start the gateway: the agents port ${taken} (--agents-port) on 127.0.0.1 is already in use, maybe by another gateway's agents host: name another port, or drop --agents-port to take a free one\n`,
+    });
+    const variable = await holon(['serve', '--hosted', ...args.slice(1)], { env: { ...env, HOLON_AGENTS_PORT: String(taken) } });
+    assert.deepEqual(variable, {
+      code: 1,
+      stdout: '',
+      stderr: `holon: could not start the gateway: the agents port ${taken} (HOLON_AGENTS_PORT) on 127.0.0.1 is already in use, maybe by another gateway's agents host: name another port, or drop HOLON_AGENTS_PORT to take a free one\n`,
+    });
+  });
+
+  test('with --clearing-url the hosted gateway credits and settles at that binding', async () => {
+    const url = `http://127.0.0.1:${hosted_port}`;
+    const ledger = new HttpClearingPort(binding.url);
+    const handle = `cu-${randomUUID().slice(0, 8)}`;
+    const signup = await fetch(`${url}/v0/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ handle, email: `${handle}@example.test` }) });
+    assert.equal(signup.status, 201);
+    const account = (await signup.json()) as { agent_key: { key: string }; mandate: string };
+    assert.equal((await ledger.readBalance(handle)).balance, 5_000_000, 'the sign-up credit is at the named binding');
+    const call = await fetch(`${url}/v0/calls`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${account.agent_key.key}` },
+      body: JSON.stringify({ mandate: account.mandate, agent: 'holon-labs/csv-profile', input: { csv: 'id,name\n1,Ada\n' } }),
+    });
+    const body = (await call.json()) as { receipt: { billed: boolean; cost: { total: string } } };
+    assert.equal(call.status, 200, JSON.stringify(body));
+    assert.deepEqual([body.receipt.billed, body.receipt.cost.total], [true, '0.002']);
+    // The outbox posts the settlement after the answer: look at most 100 times, 100 ms apart.
+    let balance = 0;
+    for (let look = 0; look < 100; look++) {
+      balance = (await ledger.readBalance(handle)).balance;
+      if (balance !== 5_000_000) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(balance, 4_998_000, 'the call is settled at the named binding: 5.00 EUR less 0.002');
+  });
 });

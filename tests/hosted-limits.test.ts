@@ -100,6 +100,22 @@ describe('production settings', () => {
     assert.throws(() => readSettings({ ...complete, HOLON_ALLOW_PRIVATE_ENDPOINTS: '1' }), /HOLON_ALLOW_PRIVATE_ENDPOINTS=1 is refused in production/);
   });
 
+  test('rate limits default to 6000 per address and 3000 per account a minute, 600 for the admin key, 5 sign-ups per address an hour', () => {
+    assert.deepEqual(readSettings({}).rate_limits, { address_per_minute: 6_000, account_per_minute: 3_000, admin_per_minute: 600, signups_per_hour: 5 });
+    assert.deepEqual(readSettings({ ...complete, HOLON_RATE_ACCOUNT: '1000000', HOLON_RATE_SIGNUP: '1' }).rate_limits, { address_per_minute: 6_000, account_per_minute: 1_000_000, admin_per_minute: 600, signups_per_hour: 1 });
+  });
+
+  test('a rate limit outside 1 to 1000000 is refused at start-up, naming the variable, the bound and the value', () => {
+    assert.throws(() => readSettings({ HOLON_RATE_ACCOUNT: '0' }), { message: 'refusing to start: HOLON_RATE_ACCOUNT must be a whole number from 1 to 1000000 (requests per account per minute); got "0"' });
+    assert.throws(
+      () => readSettings({ HOLON_RATE_ADDRESS: '1000001', HOLON_RATE_ADMIN: '1e3', HOLON_RATE_SIGNUP: '-5' }),
+      {
+        message:
+          'refusing to start: HOLON_RATE_ADDRESS must be a whole number from 1 to 1000000 (requests per address per minute); got "1000001"; HOLON_RATE_ADMIN must be a whole number from 1 to 1000000 (requests with the admin key per minute); got "1e3"; HOLON_RATE_SIGNUP must be a whole number from 1 to 1000000 (sign-ups per address per hour); got "-5"',
+      },
+    );
+  });
+
   test('starts with them; GitHub sign-in unset only turns sign-in off', () => {
     const settings = readSettings(complete);
     assert.deepEqual([settings.production, settings.github, settings.trust_proxy], [true, null, true]);

@@ -17,7 +17,11 @@ export const EXIT = {
   ok: 0,
   /** The gateway refused: a non-2xx answer, its body printed. */
   refused: 1,
-  /** Bad usage: an option's value, `--input` that is not JSON, a URL without a scheme. */
+  /**
+   * Bad usage: an option's value, `--input` that is not JSON, a URL without a scheme; and, for
+   * every command (commander's, through the program's `exitOverride` in `cli.ts`), an unknown
+   * command or option, a missing argument or required option, no command at all.
+   */
   usage: 2,
   /** The call is held for a human's approval (202), and `--wait` was not given or ran out. */
   held: 3,

@@ -1,21 +1,13 @@
 /**
- * Checks a server command makes before it opens anything (issue 13 §4): a port already taken
- * is reported at once, naming what holds it when that is a Holon server, instead of after the
- * database has been opened; a URL option without a scheme is refused with the URL to write.
+ * Checks a server command makes before it opens anything (issue 13 §4, issue 26): a port already
+ * taken is reported at once, naming what holds it when that is a Holon server, instead of after the
+ * database has been opened; so is an agents port that was asked for; a URL option without a scheme
+ * is refused with the URL to write.
  */
-import { createServer } from 'node:net';
+import { portTaken } from '../http/port-probe.ts';
 
 /** How long the probe of a taken port waits for `/healthz`, in milliseconds. */
 const HEALTH_PROBE_MS = 2_000;
-
-/** Resolves true when nothing can listen on `host:port` because something already does. */
-async function taken(port: number, host: string): Promise<boolean> {
-  const probe = createServer();
-  return new Promise((resolve, reject) => {
-    probe.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' ? resolve(true) : reject(error)));
-    probe.listen(port, host, () => probe.close(() => resolve(false)));
-  });
-}
 
 /**
  * Throws an Error with a one-line message when `port` on `host` is taken: "a Holon server is
@@ -23,7 +15,7 @@ async function taken(port: number, host: string): Promise<boolean> {
  * (any free port) is never taken.
  */
 export async function assertPortFree(port: number, host = '127.0.0.1'): Promise<void> {
-  if (port === 0 || !(await taken(port, host))) return;
+  if (!(await portTaken(port, host))) return;
   const url = `http://${host}:${port}`;
   let holon = false;
   try {
@@ -37,6 +29,16 @@ export async function assertPortFree(port: number, host = '127.0.0.1'): Promise<
       ? `a Holon server is already running at ${url}: use it, stop it first, or pass --port with another port`
       : `port ${port} on ${host} is already in use by another program: pass --port with another port`,
   );
+}
+
+/**
+ * Throws an Error with a one-line message when the agents host's port, asked for by `named_by`
+ * (`--agents-port` or `HOLON_AGENTS_PORT`), is taken on 127.0.0.1, where the host listens: a
+ * port someone asked for is never swapped for another (the default one is, `src/gateway/server.ts`).
+ */
+export async function assertAgentsPortFree(port: number, named_by: string): Promise<void> {
+  if (!(await portTaken(port))) return;
+  throw new Error(`the agents port ${port} (${named_by}) on 127.0.0.1 is already in use, maybe by another gateway's agents host: name another port, or drop ${named_by} to take a free one`);
 }
 
 /**

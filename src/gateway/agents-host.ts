@@ -53,7 +53,9 @@ export async function startAgentsHost(script: string, port: number, exclude: rea
     child.stderr!.on('data', read);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`${script} exited with ${code} before listening: ${output.trim()}`));
+      // A port taken since it was checked (two gateways starting at once): one line, not Node's stack trace.
+      const taken = /EADDRINUSE/.test(output) ? `port ${port} on 127.0.0.1 is already in use` : output.trim();
+      reject(new Error(`${script} exited with ${code} before listening: ${taken}`));
     });
   });
   return {

@@ -18,6 +18,7 @@ import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from 
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
 import { isLoopback } from '../http/access.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
+import { portTaken } from '../http/port-probe.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import type { Fetch } from '../runtimes/http.ts';
 import { createRuntimes } from '../runtimes/index.ts';
@@ -105,7 +106,7 @@ export interface GatewayServerOptions {
   mandate_dir?: string;
   /**
    * Start `agents/host.mjs` on this port (0 picks a free one; default `HOLON_AGENTS_PORT`, else
-   * {@link DEFAULT_AGENTS_PORT}); the MCP agents of `agents/` are listed with the host's URL as
+   * {@link defaultAgentsPort}); the MCP agents of `agents/` are listed with the host's URL as
    * their `runtime.endpoint`. null: do not start it.
    */
   agents_host_port?: number | null;
@@ -173,7 +174,7 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-/** The agents host's port when neither `agents_host_port` nor `HOLON_AGENTS_PORT` names one (the port the shipped manifests name). */
+/** The port the shipped manifests name for the agents host, taken by default when it is free. */
 export const DEFAULT_AGENTS_PORT = 4300;
 
 /** `text` as a TCP port (an integer from 0 to 65535). Throws an Error naming `name` otherwise. */
@@ -183,10 +184,19 @@ export function parsePort(text: string, name: string): number {
   return port;
 }
 
-/** The agents host's port: `HOLON_AGENTS_PORT` when set, else {@link DEFAULT_AGENTS_PORT}. Throws when it is not a port. */
-export function agentsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+/** The agents host's port `HOLON_AGENTS_PORT` names, or null when it is unset. Throws when it is not a port. */
+export function agentsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number | null {
   const text = env.HOLON_AGENTS_PORT;
-  return text === undefined || text === '' ? DEFAULT_AGENTS_PORT : parsePort(text, 'HOLON_AGENTS_PORT');
+  return text === undefined || text === '' ? null : parsePort(text, 'HOLON_AGENTS_PORT');
+}
+
+/**
+ * The agents host's port when nobody named one: {@link DEFAULT_AGENTS_PORT} when it is free, so
+ * the manifests' URL holds and every process of a deployment lists the same one; else 0, any free
+ * port, so a second gateway on the machine (the dev one beside a hosted one) starts as well.
+ */
+export async function defaultAgentsPort(): Promise<number> {
+  return (await portTaken(DEFAULT_AGENTS_PORT)) ? 0 : DEFAULT_AGENTS_PORT;
 }
 
 /** Loads every `*.yaml` mandate of `dir` (issued by the dev account), replacing what was stored under the same id. */
@@ -207,9 +217,12 @@ async function loadExampleMandates(database: Database, dir: string): Promise<voi
   }
 }
 
-/** The URL this machine reaches a server listening on `address:port` at: through 127.0.0.1 when it listens on loopback or everywhere. */
+/**
+ * The URL this machine reaches a server listening on `address:port` at: that address, or
+ * 127.0.0.1 when it listens on every interface (`0.0.0.0`, or `::`, which takes IPv4 too).
+ */
 function localUrl(address: string, port: number): string {
-  if (isLoopback(address) || address === '0.0.0.0' || address === '::') return `http://127.0.0.1:${port}`;
+  if (address === '0.0.0.0' || address === '::') return `http://127.0.0.1:${port}`;
   return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
 }
 
@@ -233,7 +246,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Runni
 async function start(options: GatewayServerOptions, closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
   const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
   const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
-  const hostPort = options.agents_host_port === undefined ? agentsPortFromEnv() : options.agents_host_port;
+  const hostPort = options.agents_host_port === undefined ? (agentsPortFromEnv() ?? (await defaultAgentsPort())) : options.agents_host_port;
   const targetOf = (dir: string): DatabaseTarget => (options.database_url ? { url: options.database_url } : targetFromEnv(dir));
   const lease_s = options.lease_s ?? leaseFromEnv();
   const server_timing = options.server_timing ?? serverTimingFromEnv();

@@ -11,17 +11,30 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { HttpError } from '../http/errors.ts';
 import { principalOf } from './principal.ts';
 
-/** Requests allowed per window; every bound is a setting (README "Hosted settings"). */
+/** Requests allowed per window; every bound is a setting (README "Settings", {@link DEFAULT_RATE_LIMITS}). */
 export interface RateLimits {
-  /** Requests per address per minute (`HOLON_RATE_ADDRESS`, default 600). */
+  /** Requests per address per minute (`HOLON_RATE_ADDRESS`). */
   address_per_minute: number;
-  /** Requests per account per minute, all its keys together (`HOLON_RATE_ACCOUNT`, default 120). */
+  /** Requests per account per minute, all its keys together (`HOLON_RATE_ACCOUNT`). */
   account_per_minute: number;
-  /** Requests per minute with the admin key (`HOLON_RATE_ADMIN`, default 60). */
+  /** Requests per minute with the admin key (`HOLON_RATE_ADMIN`). */
   admin_per_minute: number;
-  /** Sign-ups per address per hour (`HOLON_RATE_SIGNUP`, default 5). */
+  /** Sign-ups per address per hour (`HOLON_RATE_SIGNUP`). */
   signups_per_hour: number;
 }
+
+/**
+ * The limits when no setting names one. A scripted client sends one request after another, each
+ * a network round trip plus the gateway's own time (about 14 ms at one client in `bench/`), so it
+ * stays under a few thousand a minute: 3,000 per account (50 a second) stops a runaway loop, not a
+ * script, and leaves most of a process to others (one process billed about 150 calls a second in
+ * `bench/`). An address may carry several accounts (an office, a NAT): twice that. The admin key
+ * is one operator's tools. Sign-ups each post demo credit, so they stay scarce per address.
+ */
+export const DEFAULT_RATE_LIMITS: RateLimits = { address_per_minute: 6_000, account_per_minute: 3_000, admin_per_minute: 600, signups_per_hour: 5 };
+
+/** The largest figure any rate limit may be set to (per minute, or per hour for sign-ups): above it a limit no longer limits anything. */
+export const MAX_RATE_LIMIT = 1_000_000;
 
 /** The client's address: the socket's peer, or behind a trusted proxy the last `X-Forwarded-For` entry. */
 export function clientAddress(ctx: Koa.Context, trust_proxy: boolean): string {

@@ -44,6 +44,11 @@ export interface HostedGatewayOptions {
   db: string;
   /** PostgreSQL (default: `DATABASE_URL`). */
   database_url?: string;
+  /**
+   * A clearing binding's URL (`--clearing-url`): the gateway settles there over the clearing
+   * contract's HTTP, as the dev gateway does; absent, the reference binding runs in this process.
+   */
+  clearing_url?: string;
   /** Settings (default: read from the environment, see `settings.ts`). */
   settings?: HostedSettings;
   /** Directories of shipped agents (default: `HOLON_REGISTRY`, comma-separated, else `agents`). */
@@ -54,7 +59,7 @@ export interface HostedGatewayOptions {
   stop?: (error: unknown) => void;
   /** Replaces hooks of publishing (gateway §7 "Publishing agents"), for tests: e.g. an endpoint check that accepts a loopback server. */
   publishing?: Partial<PublishingHooks>;
-  /** Port of `agents/host.mjs` (default `HOLON_AGENTS_PORT`, else 4300); null: do not start it. */
+  /** Port of `agents/host.mjs` (default `HOLON_AGENTS_PORT`, else 4300 when free, else a free one); null: do not start it. */
   agents_host_port?: number | null;
   /**
    * Public names the gateway answers to besides its listening address (DNS-rebinding gate);
@@ -186,6 +191,7 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     host: options.host,
     db: options.db,
     database_url: options.database_url,
+    clearing_url: options.clearing_url,
     agent_dirs: options.agent_dirs ?? registryDirs(),
     exclude: options.exclude ?? excludedAgents(),
     agents_host_port: options.agents_host_port,

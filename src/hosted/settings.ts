@@ -8,7 +8,7 @@ import { parseMoney, type Micros } from '../contracts/money.ts';
 import { secContactProblem } from '../gateway/shipped-agents.mjs';
 import { privateEndpointsAllowed } from './egress.ts';
 import { MAX_FILE_BYTES, MAX_LIVE_FILE_BYTES, type FileBounds } from './files.ts';
-import type { RateLimits } from './limits.ts';
+import { DEFAULT_RATE_LIMITS, MAX_RATE_LIMIT, type RateLimits } from './limits.ts';
 
 /** The hosted settings. Money in EUR micro-units. */
 export interface HostedSettings {
@@ -42,12 +42,15 @@ export interface HostedSettings {
   records: boolean;
 }
 
-/** Reads a positive integer setting, `fallback` when unset; a malformed one is a problem. */
-function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, problems: string[]): number {
+/**
+ * Reads the rate limit `name` (`what` says what it counts), `fallback` when unset; anything but a
+ * whole number from 1 to {@link MAX_RATE_LIMIT} is a problem naming the bound and the value.
+ */
+function rateLimit(env: NodeJS.ProcessEnv, name: string, what: string, fallback: number, problems: string[]): number {
   const text = env[name];
   if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < 1) problems.push(`${name} must be a positive integer`);
+  const value = /^\d{1,7}$/.test(text) ? Number(text) : NaN;
+  if (!(value >= 1 && value <= MAX_RATE_LIMIT)) problems.push(`${name} must be a whole number from 1 to ${MAX_RATE_LIMIT} (${what}); got ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -68,7 +71,7 @@ const DEFAULT_FX = { USD: '0.92', GBP: '1.17' };
  * Reads the settings from `env`. Throws an Error naming every problem at once: in production a
  * missing or malformed required variable, `HOLON_ALLOW_PRIVATE_ENDPOINTS=1`, or
  * `holon-labs/sec-company` left in `HOLON_EXCLUDE` without `HOLON_SEC_CONTACT`; anywhere, a
- * malformed `HOLON_SIGNUP_CREDIT` or `HOLON_FX`.
+ * malformed `HOLON_SIGNUP_CREDIT` or `HOLON_FX`, or a rate limit outside 1 to {@link MAX_RATE_LIMIT}.
  */
 export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettings {
   const production = env.NODE_ENV === 'production';
@@ -103,10 +106,10 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
     }
   }
   const rate_limits: RateLimits = {
-    address_per_minute: positive(env, 'HOLON_RATE_ADDRESS', 600, problems),
-    account_per_minute: positive(env, 'HOLON_RATE_ACCOUNT', 120, problems),
-    admin_per_minute: positive(env, 'HOLON_RATE_ADMIN', 60, problems),
-    signups_per_hour: positive(env, 'HOLON_RATE_SIGNUP', 5, problems),
+    address_per_minute: rateLimit(env, 'HOLON_RATE_ADDRESS', 'requests per address per minute', DEFAULT_RATE_LIMITS.address_per_minute, problems),
+    account_per_minute: rateLimit(env, 'HOLON_RATE_ACCOUNT', 'requests per account per minute', DEFAULT_RATE_LIMITS.account_per_minute, problems),
+    admin_per_minute: rateLimit(env, 'HOLON_RATE_ADMIN', 'requests with the admin key per minute', DEFAULT_RATE_LIMITS.admin_per_minute, problems),
+    signups_per_hour: rateLimit(env, 'HOLON_RATE_SIGNUP', 'sign-ups per address per hour', DEFAULT_RATE_LIMITS.signups_per_hour, problems),
   };
   if (env.HOLON_RECORDS !== undefined && !['', '0', '1'].includes(env.HOLON_RECORDS)) problems.push('HOLON_RECORDS must be 1 (show measured records) or 0');
   if (env.HOLON_SITE_URL && !URL.canParse(env.HOLON_SITE_URL)) problems.push('HOLON_SITE_URL must be an origin such as https://holon.example');

@@ -2,7 +2,7 @@
  * Runs the `holon` command line as a user does (`node src/bin.mjs ...`) and collects what it
  * printed and its exit code.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,4 +45,39 @@ export async function closedPort(): Promise<number> {
 /** The top-level JSON documents of a command's stdout (each printed indented, starting at a line's `{`). */
 export function jsonDocuments(stdout: string): unknown[] {
   return stdout.split(/^(?=\{)/m).filter((part) => part.trim()).map((part) => JSON.parse(part));
+}
+
+/** A `holon` server started by {@link serving}: its process, the line it printed once it listened, and how to stop it. */
+export interface Serving {
+  child: ChildProcess;
+  /** The first stdout line containing ` listening on `. */
+  line: string;
+  /** SIGTERM, then waits for the process to exit (nothing when it already has). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `holon ...args` (a server command) in the repository with `env` added to the environment
+ * (a key set to undefined is removed), and resolves once it prints the line saying it listens;
+ * rejects with what it printed on stderr when it exits first.
+ */
+export function serving(args: string[], env: Record<string, string | undefined> = {}): Promise<Serving> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk) => {
+      stdout += chunk;
+      const found = /^.* listening on .*$/m.exec(stdout);
+      if (found) resolve({ child, line: found[0], stop });
+    });
+    child.once('exit', (code) => reject(new Error(`holon ${args.join(' ')} exited with ${code}: ${stderr.trim()}`)));
+  });
 }
