@@ -42,6 +42,8 @@ export interface HostedGatewayOptions {
   db: string;
   /** PostgreSQL (default: `DATABASE_URL`). */
   database_url?: string;
+  /** A clearing binding's URL; absent: the reference binding runs in this process (as `startGateway`'s `clearing_url`). */
+  clearing_url?: string;
   /** Settings (default: read from the environment, see `settings.ts`). */
   settings?: HostedSettings;
   /** Directories of shipped agents (default: `HOLON_REGISTRY`, comma-separated, else `agents`). */
@@ -183,6 +185,7 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
     host: options.host,
     db: options.db,
     database_url: options.database_url,
+    clearing_url: options.clearing_url,
     agent_dirs: options.agent_dirs ?? registryDirs(),
     exclude: options.exclude ?? excludedAgents(),
     agents_host_port: options.agents_host_port,
