@@ -137,17 +137,27 @@ program
 addClientCommands(program);
 
 /**
- * Runs `work` on the stores of `--db` (or `DATABASE_URL`) and prints the line it answers; a
- * refusal (a non-empty database, a file that exists) is one line on stderr and exit code 1.
+ * Runs `check` (the command's file, before any database is opened or created), then `work` on the
+ * stores of `--db` (or `DATABASE_URL`), and prints the line `work` answers. A refusal (a file that
+ * exists, is missing or is no backup; a non-empty database) is one line on stderr and exit code 1,
+ * with the stores closed (their locks released).
  */
-async function onStores(command: string, db: string, work: (stores: Store[]) => Promise<string>): Promise<void> {
+async function onStores(command: string, db: string, check: () => Promise<unknown>, work: (stores: Store[]) => Promise<string>): Promise<void> {
+  const refuse = (error: unknown) => {
+    process.stderr.write(`holon ${command}: ${(error as Error).message.split('\n')[0]}\n`);
+    process.exitCode = 1;
+  };
+  try {
+    await check();
+  } catch (error) {
+    return refuse(error);
+  }
   const { openStores } = await import('./hosted/backup.ts');
   const { stores, close } = await starting('the database', null, () => openStores(db));
   try {
     process.stdout.write(`${await work(stores)}\n`);
   } catch (error) {
-    process.stderr.write(`holon ${command}: ${(error as Error).message}\n`);
-    process.exitCode = 1;
+    refuse(error);
   } finally {
     await close();
   }
@@ -160,24 +170,20 @@ program
   .description('copy every row of the gateway and the reference binding to a JSON lines file (gateway §7 "Backups"); on PGlite, stop the gateway first')
   .requiredOption('--out <file>', 'the file to write (must not exist)')
   .option(...dbOption)
-  .action((opts: { out: string; db: string }) =>
-    onStores('backup', opts.db, async (stores) => {
-      const { backup } = await import('./hosted/backup.ts');
-      return `backed up ${await backup(stores, opts.out)} rows to ${opts.out}`;
-    }),
-  );
+  .action(async (opts: { out: string; db: string }) => {
+    const { backup, checkBackupOut } = await import('./hosted/backup.ts');
+    await onStores('backup', opts.db, () => checkBackupOut(opts.out), async (stores) => `backed up ${await backup(stores, opts.out)} rows to ${opts.out}`);
+  });
 
 program
   .command('restore')
   .description('load a backup into an empty database, in one transaction, counters included (gateway §7 "Backups")')
   .requiredOption('--in <file>', 'the backup file')
   .option(...dbOption)
-  .action((opts: { in: string; db: string }) =>
-    onStores('restore', opts.db, async (stores) => {
-      const { restore } = await import('./hosted/backup.ts');
-      return `restored ${await restore(stores, opts.in)} rows from ${opts.in}`;
-    }),
-  );
+  .action(async (opts: { in: string; db: string }) => {
+    const { checkBackupIn, restore } = await import('./hosted/backup.ts');
+    await onStores('restore', opts.db, () => checkBackupIn(opts.in), async (stores) => `restored ${await restore(stores, opts.in)} rows from ${opts.in}`);
+  });
 
 const clearing = program.command('clearing').description('the clearing seam');
 clearing

@@ -3,16 +3,20 @@
  * (sign-ups, calls, an approval, delegation, admin credit) is copied with `holon backup`,
  * restored elsewhere with `holon restore`, and comes back with the same accounts, keys,
  * receipts and balances, and a journal that sums to zero; a restore into a non-empty database
- * is refused and changes nothing.
+ * is refused and changes nothing. A backup onto a file that exists, and a restore from a file that
+ * is missing or no backup, are one line and exit code 1, with nothing opened or created.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { openStores, parentsFirst } from '../src/hosted/backup.ts';
+import { holon as holonCli, type CliResult } from './helpers/cli.ts';
 import { freshStore } from './helpers/gateway.ts';
 import { ADMIN_KEY, startTestHosted, type TestHosted } from './helpers/hosted.ts';
 
@@ -118,4 +122,87 @@ test('a restore orders rows that refer to rows of their own table parents first,
   assert.throws(() => parentsFirst([{ id: 'x', parent: 'gone' }], ['parent']), /rows refer to parents missing from the backup/);
   assert.throws(() => parentsFirst([{ id: 'x', parent: 'y' }, { id: 'y', parent: 'x' }], ['parent']), /or to each other in a cycle/);
   assert.throws(() => parentsFirst([{ id: 'x', parent: 'x' }], ['parent']), /or to each other in a cycle/);
+});
+
+/** Runs `holon ...args --db` on a store, killed after 60 s so that a hang fails the test. */
+function cli(args: string[], store: { db: string; database_url?: string }): Promise<CliResult> {
+  return holonCli([...args, '--db', store.db], { env: { DATABASE_URL: store.database_url }, timeout_ms: 60_000 });
+}
+
+/** The PGlite directory locks of a store's data directory that are still taken (none on Postgres). */
+const takenLocks = (store: { db: string; database_url?: string }) => ['gateway', 'clearing'].filter((dir) => !store.database_url && existsSync(path.join(store.db, `${dir}.lock`)));
+
+/** The tables of a Postgres database (what a restore that opened it would have migrated). */
+async function tablesOf(database_url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: database_url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`);
+    return rows[0].n;
+  } finally {
+    await client.end();
+  }
+}
+
+test('holon backup onto a file that exists: one line naming it, exit 1, the file untouched and the database free for the next command', async () => {
+  const scratch = await mkdtemp(path.join(tmpdir(), 'holon-backup-'));
+  const store = await freshStore();
+  try {
+    const taken = path.join(scratch, 'taken.jsonl');
+    await writeFile(taken, 'yesterday\n');
+    const refused = await cli(['backup', '--out', taken], store);
+    assert.deepEqual(refused, { code: 1, stdout: '', stderr: `holon backup: ${taken} exists: a backup never overwrites a file; choose another file or remove it\n` });
+    assert.equal(await readFile(taken, 'utf8'), 'yesterday\n');
+    assert.deepEqual(takenLocks(store), []);
+
+    const missingDir = path.join(scratch, 'no-such-dir', 'b.jsonl');
+    const nowhere = await cli(['backup', '--out', missingDir], store);
+    assert.deepEqual(nowhere, { code: 1, stdout: '', stderr: `holon backup: cannot write ${missingDir}: the directory ${path.dirname(missingDir)} does not exist\n` });
+
+    // The next command opens the same database at once, and writes a backup a restore accepts.
+    const fresh = path.join(scratch, 'fresh.jsonl');
+    const next = await cli(['backup', '--out', fresh], store);
+    assert.equal(next.code, 0, next.stderr);
+    assert.match(next.stdout, new RegExp(`^backed up \\d+ rows to ${fresh.replaceAll('.', '\\.')}\\n$`));
+    assert.deepEqual(JSON.parse((await readFile(fresh, 'utf8')).split('\n')[0]).holon_backup, 1);
+    assert.deepEqual(takenLocks(store), []);
+  } finally {
+    await rm(store.db, { recursive: true, force: true });
+    await rm(scratch, { recursive: true, force: true });
+  }
+});
+
+test('holon restore from a file that is missing, a directory or no backup: one line naming it, exit 1, no database created or touched', async () => {
+  const scratch = await mkdtemp(path.join(tmpdir(), 'holon-restore-'));
+  // On PGlite a directory that does not exist yet (a restore that opened it would create and migrate it); on Postgres an empty database.
+  const base = await freshStore();
+  const target = { ...base, db: path.join(scratch, 'restored') };
+  try {
+    const missing = path.join(scratch, 'missing.jsonl');
+    const folder = path.join(scratch, 'folder');
+    await mkdir(folder);
+    const text = path.join(scratch, 'notes.txt');
+    await writeFile(text, 'a;b\n1;2\n');
+    const empty = path.join(scratch, 'empty.jsonl');
+    await writeFile(empty, '');
+    const future = path.join(scratch, 'future.jsonl');
+    await writeFile(future, `${JSON.stringify({ holon_backup: 2, migrations: [] })}\n`);
+    const header = `{"holon_backup": 1, "migrations": [...]}`;
+    const cases: Array<[string, string]> = [
+      [missing, `${missing} does not exist`],
+      [folder, `${folder} is a directory, not a backup file`],
+      [text, `${text} is not a Holon backup: its first line is not a backup header ${header}`],
+      [empty, `${empty} is not a Holon backup: its first line is not a backup header ${header}`],
+      [future, `${future} is a Holon backup of format 2; this version reads format 1`],
+    ];
+    for (const [file, line] of cases) {
+      const refused = await cli(['restore', '--in', file], target);
+      assert.deepEqual(refused, { code: 1, stdout: '', stderr: `holon restore: ${line}\n` }, file);
+      assert.equal(existsSync(target.db), false, `a restore from ${file} created ${target.db}`);
+      if (target.database_url) assert.equal(await tablesOf(target.database_url), 0, `a restore from ${file} migrated the database`);
+    }
+  } finally {
+    await rm(base.db, { recursive: true, force: true });
+    await rm(scratch, { recursive: true, force: true });
+  }
 });

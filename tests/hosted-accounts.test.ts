@@ -134,6 +134,28 @@ describe('admin credit', () => {
       assert.equal((await hosted.http.post('/v0/admin/credit').set(bearer(ADMIN_KEY)).send(body)).status, status);
     }
   });
+
+  test('an amount with a sign, an exponent, more decimals or more digits is refused 422 naming the bound, and credits nothing', async () => {
+    const account = await hosted.signup();
+    const credits = () => hosted.running.db.knex('hosted_admin_credits').where({ account: account.handle }).count('* as n').first();
+    const before = await credits();
+    for (const amount of ['-1.00', '-0', '999999999999', '1000.01', '0', '0.00', '1e3', '1.0000001', '+1', ' 1', '1000000000000000000000']) {
+      const response = await hosted.http.post('/v0/admin/credit').set(bearer(ADMIN_KEY)).send({ account: account.handle, amount });
+      assert.deepEqual([response.status, response.body], [422, {
+        code: 'invalid_request',
+        error: `invalid request: amount must be a decimal string more than 0 and at most 1000.00 with at most 6 decimals, such as "2.50"; ${JSON.stringify(amount)} is not`,
+      }], amount);
+    }
+    // Longer than any amount can be: refused by the document's bound before the gateway reads it.
+    const long = await hosted.http.post('/v0/admin/credit').set(bearer(ADMIN_KEY)).send({ account: account.handle, amount: '9'.repeat(33) });
+    assert.deepEqual([long.status, long.body], [422, { code: 'invalid_request', error: 'invalid request: body.amount must NOT have more than 32 characters' }]);
+    assert.deepEqual(await credits(), before);
+    const me = await hosted.http.get('/v0/me').set(bearer(account.human)).expect(200);
+    assert.equal(me.body.balance.balance, '5.00');
+    // The bound itself is accepted.
+    const most = await hosted.http.post('/v0/admin/credit').set(bearer(ADMIN_KEY)).send({ account: account.handle, amount: '1000.00' }).expect(200);
+    assert.equal(most.body.balance, '1005.00');
+  });
 });
 
 describe('GET /v0/accounts pages', () => {

@@ -204,6 +204,14 @@ describe('the gateway', () => {
     assert.equal(res.body.receipt.billed, false);
   });
 
+  test('§1.6 a max_cost with a sign or an exponent is refused 422 with a receipt naming the bound', async () => {
+    for (const max_cost of ['-1.00', '-0', '1e3']) {
+      const res = await gateway.call({ mandate: mandate.id, agent: 'acme/table-extract', input: { text: 'a;b' }, max_cost });
+      assert.equal(refused(res, 422, 'invalid_request'), `max_cost: ${JSON.stringify(max_cost)} is not a decimal string from 0 to 999999999.999999 such as "0.10"`, max_cost);
+      assert.equal(res.body.receipt.billed, false);
+    }
+  });
+
   test('§2 the gateway\'s 500 names the gateway, never the binding', async () => {
     // A database that went away under the gateway: an unexpected failure of the gateway itself.
     await gateway.running.db.knex.destroy();

@@ -451,7 +451,9 @@ export const operationTable: readonly Operation[] = [
           "maxLength": 39
         },
         "amount": {
-          "$ref": "#/components/schemas/Money"
+          "type": "string",
+          "maxLength": 32,
+          "description": "A decimal string more than 0 and at most 1000.00, at most 6 decimals (\"2.50\"). Checked by the gateway, not by a pattern, so anything else (0, a sign, an exponent, more decimals, more digits) is a 422 `invalid_request` whose sentence names the bound."
         }
       }
     }
@@ -989,7 +991,7 @@ export const schemaDocument = {
       },
       "Money": {
         "type": "string",
-        "description": "A decimal amount in the mandate's currency, exact to the micro-unit (\"0.192\").",
+        "description": "A decimal amount in the mandate's currency, exact to the micro-unit (\"0.192\"), as the gateway answers it (a balance may be negative). Amounts a request sends are checked by the gateway against their own bounds (`max_cost`, an admin credit's `amount`).",
         "pattern": "^-?[0-9]+(\\.[0-9]{1,6})?$"
       },
       "Id": {

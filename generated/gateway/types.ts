@@ -745,7 +745,7 @@ export interface components {
             error: string;
             code: string;
         };
-        /** @description A decimal amount in the mandate's currency, exact to the micro-unit ("0.192"). */
+        /** @description A decimal amount in the mandate's currency, exact to the micro-unit ("0.192"), as the gateway answers it (a balance may be negative). Amounts a request sends are checked by the gateway against their own bounds (`max_cost`, an admin credit's `amount`). */
         Money: string;
         /** @description An identifier (mandate, agent reference, capability, receipt, approval); at most 512 characters, no NUL, no lone surrogate. */
         Id: string;
@@ -2310,7 +2310,8 @@ export interface operations {
             content: {
                 "application/json": {
                     account: string;
-                    amount: components["schemas"]["Money"];
+                    /** @description A decimal string more than 0 and at most 1000.00, at most 6 decimals ("2.50"). Checked by the gateway, not by a pattern, so anything else (0, a sign, an exponent, more decimals, more digits) is a 422 `invalid_request` whose sentence names the bound. */
+                    amount: string;
                 };
             };
         };
@@ -2332,7 +2333,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description `invalid_request`: an amount of 0, negative or above the bound. */
+            /** @description `invalid_request`: an amount that is not a decimal string more than 0 and at most 1000.00 with at most 6 decimals (0, `-1.00`, `-0`, `1e3`, `999999999999`); the sentence names the bound. */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -79,12 +79,13 @@ export function toMicros(value: bigint, field: string | null = null): Micros {
 /**
  * Parses a non-negative decimal string ("0.10", "3", "0.000001") into a count of 10^-decimals.
  * `rounding: 'exact'` refuses more decimals than `decimals`; `'up'` rounds a finer value up.
- * Throws ContractError `invalid_money` naming `field` on any other shape (sign, exponent, spaces, "1.").
+ * Throws ContractError `invalid_money` naming `field` on any other shape (sign, exponent, spaces,
+ * "1."): "<field>: "<text>" is not <expected>", so a caller whose values are bounded names the bound there.
  */
-function parseScaled(text: string, decimals: number, rounding: 'exact' | 'up', field: string | null): bigint {
+function parseScaled(text: string, decimals: number, rounding: 'exact' | 'up', field: string | null, expected = 'a non-negative decimal string such as "0.10"'): bigint {
   const match = typeof text === 'string' ? DECIMAL_SYNTAX.exec(text) : null;
   if (match === null) {
-    throw new ContractError('invalid_money', `${label(field)}${JSON.stringify(text)} is not a non-negative decimal string such as "0.10"`, field);
+    throw new ContractError('invalid_money', `${label(field)}${JSON.stringify(text)} is not ${expected}`, field);
   }
   const whole = BigInt(match[1]) * 10n ** BigInt(decimals);
   const fraction = match[2] ?? '';
@@ -99,10 +100,11 @@ function parseScaled(text: string, decimals: number, rounding: 'exact' | 'up', f
 
 /**
  * "0.10" → 100000. Exact: at most 6 decimals, non-negative, at most {@link MAX_AMOUNT_MICROS}.
- * Throws ContractError `invalid_money` naming `field` otherwise. (DESIGN "Money")
+ * Throws ContractError `invalid_money` naming `field` and that bound otherwise (a sign, "-0", an
+ * exponent, more digits). (DESIGN "Money")
  */
 export function parseMoney(text: string, field: string | null = null): Micros {
-  const micros = parseScaled(text, MONEY_DECIMALS, 'exact', field);
+  const micros = parseScaled(text, MONEY_DECIMALS, 'exact', field, `a decimal string from 0 to ${formatMoney(MAX_AMOUNT_MICROS)} such as "0.10"`);
   if (micros > BigInt(MAX_AMOUNT_MICROS)) {
     throw new ContractError('invalid_money', `${label(field)}"${text}" is more than ${formatMoney(MAX_AMOUNT_MICROS)}, the largest amount accepted`, field);
   }

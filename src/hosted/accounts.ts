@@ -6,7 +6,7 @@
  * posted inside the transaction that writes the account, and a refusal rolls the account back.
  */
 import type { Knex } from 'knex';
-import { formatMoney, type Micros } from '../contracts/money.ts';
+import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 import { ContractError } from '../contracts/errors.ts';
 import { HttpError } from '../http/errors.ts';
 import { ClearingRefused, ClearingUnreachable, type ClearingPort } from '../gateway/clearing.ts';
@@ -119,14 +119,31 @@ export function creditSignup(deps: Pick<AccountDeps, 'clearing' | 'signup_credit
 }
 
 /**
- * The operator's top-up (`POST /v0/admin/credit`): a row `ac<n>` and the credit
- * `admin-credit:ac<n>` commit together. Throws 404 `no_such_account`, 422 `invalid_request`
- * for an amount of 0 or less or above {@link MAX_ADMIN_CREDIT_MICROS}.
+ * The amount of an operator top-up (the decimal string `amount` of `POST /v0/admin/credit`) in
+ * micro-units: more than 0 and at most {@link MAX_ADMIN_CREDIT_MICROS}, at most 6 decimals. Throws
+ * 422 `invalid_request` naming that bound for anything else: 0, a sign ("-1.00", "-0"), an
+ * exponent, more decimals, a number of any length ("999999999999").
  */
-export async function adminCredit(deps: Pick<AccountDeps, 'db' | 'clearing'>, account: string, amount_micros: Micros): Promise<{ id: string; account: string; amount: string }> {
-  if (amount_micros <= 0 || amount_micros > MAX_ADMIN_CREDIT_MICROS) {
-    throw new HttpError(422, 'invalid_request', `invalid request: amount must be more than 0 and at most ${formatMoney(MAX_ADMIN_CREDIT_MICROS)}`);
+export function creditAmount(text: string): Micros {
+  let amount_micros: Micros | null = null;
+  try {
+    amount_micros = parseMoney(text, 'amount');
+  } catch (error) {
+    if (!(error instanceof ContractError)) throw error;
   }
+  if (amount_micros === null || amount_micros <= 0 || amount_micros > MAX_ADMIN_CREDIT_MICROS) {
+    throw new HttpError(422, 'invalid_request', `invalid request: amount must be a decimal string more than 0 and at most ${formatMoney(MAX_ADMIN_CREDIT_MICROS)} with at most 6 decimals, such as "2.50"; ${JSON.stringify(text)} is not`);
+  }
+  return amount_micros;
+}
+
+/**
+ * The operator's top-up (`POST /v0/admin/credit`) of `amount` (a decimal string, {@link creditAmount}):
+ * a row `ac<n>` and the credit `admin-credit:ac<n>` commit together. Throws 422
+ * `invalid_request` for an amount outside its bound (before anything is read), 404 `no_such_account`.
+ */
+export async function adminCredit(deps: Pick<AccountDeps, 'db' | 'clearing'>, account: string, amount: string): Promise<{ id: string; account: string; amount: string }> {
+  const amount_micros = creditAmount(amount);
   return deps.db.transaction(async (trx) => {
     if (!(await trx('hosted_accounts').where({ handle: account }).first('handle'))) throw new HttpError(404, 'no_such_account', `there is no account ${account}`);
     const seq = await trx.raw(`SELECT nextval('hosted_admin_credit_seq') AS n`);

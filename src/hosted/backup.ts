@@ -12,8 +12,8 @@
  * either restores into the other. Account balances are derived from the journal by its own
  * trigger: they are restored as the journal replays, then checked against the copy.
  */
-import { once } from 'node:events';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { constants, createReadStream } from 'node:fs';
+import { access, lstat, open, unlink } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -151,18 +151,87 @@ async function* rowsOf(trx: Knex.Transaction, table: string, batch: number): Asy
   }
 }
 
+/** Bytes of backup lines gathered before one write to the file: 64 KiB (plus the line that passed it). */
+const WRITE_CHUNK_BYTES = 64 * 1024;
+
+/** Bytes read of a backup's first line when checking its header: 64 KiB (a header lists its migration names, a few KiB). */
+const MAX_HEADER_BYTES = 64 * 1024;
+
+/** The first line of a backup. */
+export interface BackupHeader {
+  holon_backup: number;
+  /** The migration names applied to the copied database; a restore needs the same. */
+  migrations: string[];
+  created_at?: string;
+}
+
+/** A file-system error about `file` as one sentence that names it (ENOENT, EEXIST, EISDIR, EACCES ...). */
+function fileFault(file: string, error: unknown, doing: 'read' | 'write'): Error {
+  switch ((error as NodeJS.ErrnoException).code) {
+    case 'ENOENT':
+      return new Error(doing === 'read' ? `${file} does not exist` : `cannot write ${file}: the directory ${path.dirname(file)} does not exist`);
+    case 'EEXIST':
+      return new Error(`${file} exists: a backup never overwrites a file; choose another file or remove it`);
+    case 'EISDIR':
+      return new Error(`${file} is a directory, not a backup file`);
+    case 'EACCES':
+    case 'EPERM':
+      return new Error(`cannot ${doing} ${file}: permission denied`);
+    default:
+      return new Error(`cannot ${doing} ${file}: ${(error as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Whether `error` comes from the file system (it carries an errno code such as `ENOENT`). */
+const isFileError = (error: unknown): boolean => typeof (error as NodeJS.ErrnoException).code === 'string' && typeof (error as NodeJS.ErrnoException).errno === 'number';
+
 /**
- * Writes every row and counter of `stores` to `out` (a file path); each store is read in one
- * repeatable-read transaction, so a Postgres backup is consistent while the gateway runs, a few
- * rows at a time (`FETCH_ROWS`).
- * Returns the number of rows written.
+ * Checks, before any database is opened, that a backup can be written to `out`: nothing exists
+ * there (a backup never overwrites) and its directory is writable. Throws an Error whose message
+ * is one sentence naming the file. `backup` still creates the file exclusively, so a file that
+ * appears in between is refused the same way.
+ */
+export async function checkBackupOut(out: string): Promise<void> {
+  try {
+    await lstat(out);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw fileFault(out, error, 'write');
+    await access(path.dirname(out), constants.W_OK).catch((fault) => {
+      throw fileFault(out, fault, 'write');
+    });
+    return;
+  }
+  throw fileFault(out, Object.assign(new Error('exists'), { code: 'EEXIST' }), 'write');
+}
+
+/**
+ * Writes every row and counter of `stores` to `out`, a file path that must not exist (created
+ * exclusively; `EEXIST` and every other file error is thrown as a sentence naming the file). Each
+ * store is read in one repeatable-read transaction, so a Postgres backup is consistent while the
+ * gateway runs, a few rows at a time (`FETCH_ROWS`), written `WRITE_CHUNK_BYTES` at a time and
+ * synced to disk at the end. A backup that fails part-way removes its file, so a partial copy is
+ * never restored. Returns the number of rows written.
  */
 export async function backup(stores: readonly Store[], out: string): Promise<number> {
-  const file = createWriteStream(out, { flags: 'wx' });
+  const file = await open(out, 'wx').catch((error) => {
+    throw fileFault(out, error, 'write');
+  });
+  let chunk: string[] = [];
+  let chunkBytes = 0;
+  const flush = async () => {
+    // appendFile writes the whole string at the handle's position (a plain write may write part of it).
+    if (chunk.length > 0) await file.appendFile(chunk.join(''));
+    chunk = [];
+    chunkBytes = 0;
+  };
   const write = async (value: unknown) => {
-    if (!file.write(`${JSON.stringify(value)}\n`)) await once(file, 'drain');
+    const line = `${JSON.stringify(value)}\n`;
+    chunk.push(line);
+    chunkBytes += line.length;
+    if (chunkBytes >= WRITE_CHUNK_BYTES) await flush();
   };
   let rows = 0;
+  let complete = false;
   try {
     await write({ holon_backup: BACKUP_FORMAT, migrations: await migrationsOf(stores[0].knex), created_at: new Date().toISOString() });
     for (const store of stores) {
@@ -184,32 +253,89 @@ export async function backup(stores: readonly Store[], out: string): Promise<num
         { isolationLevel: 'repeatable read' },
       );
     }
+    await flush();
+    await file.sync();
+    complete = true;
+  } catch (error) {
+    throw isFileError(error) ? fileFault(out, error, 'write') : error;
   } finally {
-    file.end();
-    await once(file, 'close');
+    await file.close();
+    // The failure being reported is the one that matters; a partial file that cannot be removed stays, named by it.
+    if (!complete) await unlink(out).catch(() => undefined);
   }
   return rows;
 }
 
-/** Reads a backup file: its header, rows by table and counters. */
-async function readBackup(path: string) {
-  const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
-  let header: { holon_backup: number; migrations: string[] } | null = null;
+/** `line` (a backup's first line) as its header; throws a sentence naming `file` when it is not the header of {@link BACKUP_FORMAT}. */
+function parseHeader(file: string, line: string): BackupHeader {
+  let header: Record<string, unknown> | null = null;
+  try {
+    const parsed = JSON.parse(line);
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) header = parsed;
+  } catch {
+    // Not JSON: refused below with every other first line that is not a header.
+  }
+  if (header === null || !('holon_backup' in header)) {
+    throw new Error(`${file} is not a Holon backup: its first line is not a backup header {"holon_backup": ${BACKUP_FORMAT}, "migrations": [...]}`);
+  }
+  if (header.holon_backup !== BACKUP_FORMAT) throw new Error(`${file} is a Holon backup of format ${JSON.stringify(header.holon_backup)}; this version reads format ${BACKUP_FORMAT}`);
+  if (!Array.isArray(header.migrations) || !header.migrations.every((name) => typeof name === 'string')) {
+    throw new Error(`${file} is not a Holon backup: its header lists no migrations`);
+  }
+  return header as unknown as BackupHeader;
+}
+
+/**
+ * Checks, before any database is opened (or created), that `file` is a backup this version
+ * restores: it exists, is a readable file, and its first line (read up to `MAX_HEADER_BYTES`) is
+ * the header of {@link BACKUP_FORMAT}. Returns the header; throws an Error whose message is one
+ * sentence naming the file.
+ */
+export async function checkBackupIn(file: string): Promise<BackupHeader> {
+  const handle = await open(file, 'r').catch((error) => {
+    throw fileFault(file, error, 'read');
+  });
+  try {
+    const buffer = Buffer.alloc(MAX_HEADER_BYTES);
+    // A directory opens on Linux; reading it is what fails (EISDIR).
+    const { bytesRead } = await handle.read(buffer, 0, MAX_HEADER_BYTES, 0);
+    const read = buffer.subarray(0, bytesRead);
+    const end = read.indexOf(0x0a);
+    return parseHeader(file, read.subarray(0, end === -1 ? read.length : end).toString('utf8'));
+  } catch (error) {
+    throw isFileError(error) ? fileFault(file, error, 'read') : error;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Reads a backup file: its header, rows by table and counters. Throws naming the file and the line that is not JSON. */
+async function readBackup(file: string) {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  let header: BackupHeader | null = null;
   const rows = new Map<string, Record<string, unknown>[]>();
   const sequences: Array<{ sequence: string; last_value: number; is_called: boolean }> = [];
+  let number = 0;
   for await (const line of lines) {
-    if (line === '') continue;
-    const entry = JSON.parse(line);
+    number += 1;
     if (header === null) {
-      if (entry.holon_backup !== BACKUP_FORMAT) throw new Error(`${path} is not a Holon backup of format ${BACKUP_FORMAT}`);
-      header = entry;
-    } else if (typeof entry.table === 'string') {
+      header = parseHeader(file, line);
+      continue;
+    }
+    if (line === '') continue;
+    let entry;
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      throw new Error(`${file} line ${number} is not JSON: the backup is damaged`);
+    }
+    if (typeof entry.table === 'string') {
       const table = rows.get(entry.table);
       if (table) table.push(entry.row);
       else rows.set(entry.table, [entry.row]);
     } else sequences.push(entry);
   }
-  if (header === null) throw new Error(`${path} is empty`);
+  if (header === null) throw new Error(`${file} is empty: it is not a Holon backup`);
   return { header, rows, sequences };
 }
 
@@ -267,8 +393,8 @@ export function parentsFirst(rows: Record<string, unknown>[], columns: readonly 
  * store is not empty, when the migrations differ, or when the restored balances do not match
  * the copy's. Returns the number of rows restored.
  */
-export async function restore(stores: readonly Store[], path: string): Promise<number> {
-  const { header, rows, sequences } = await readBackup(path);
+export async function restore(stores: readonly Store[], file: string): Promise<number> {
+  const { header, rows, sequences } = await readBackup(file);
   const here = await migrationsOf(stores[0].knex);
   if (JSON.stringify(here) !== JSON.stringify(header.migrations)) {
     throw new Error(`the backup was taken at migrations ${header.migrations.join(', ')}; this database is at ${here.join(', ')}`);

@@ -8,7 +8,6 @@ import type Koa from 'koa';
 import type { Knex } from 'knex';
 import type { OperationId, OperationRequest } from '../../generated/gateway/server.ts';
 import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
-import { parseMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
 import { mandateRequired } from '../gateway/app.ts';
@@ -273,7 +272,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'try-demo': async ({ params, body }: OperationRequest<'try-demo'>, ctx) => deps.demo(params.ns, params.name, body, ctx),
 
     'admin-credit': async ({ body }: OperationRequest<'admin-credit'>) => {
-      const credited = await adminCredit(deps, body.account, parseMoney(body.amount, 'amount'));
+      const credited = await adminCredit(deps, body.account, body.amount);
       const balance = await readAccountBalance(clearing, { name: body.account, account: body.account }).catch(clearingFailure);
       return { ...credited, balance: balance?.balance ?? credited.amount };
     },

@@ -19,9 +19,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `holon ...args` in `cwd` (default: the repository) with `env` added to the environment and `stdin` as its input (default: none). */
-export function holon(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; stdin?: string } = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+/**
+ * Runs `holon ...args` in `cwd` (default: the repository) with `env` added to the environment and
+ * `stdin` as its input (default: none). With `timeout_ms`, a command still running then is killed
+ * (SIGKILL: `code` null), so a command that hangs fails its test instead of holding it.
+ */
+export function holon(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; stdin?: string; timeout_ms?: number } = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: options.cwd ?? ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    ...(options.timeout_ms === undefined ? {} : { timeout: options.timeout_ms, killSignal: 'SIGKILL' as const }),
+  });
   if (options.stdin !== undefined) child.stdin!.end(options.stdin);
   let stdout = '';
   let stderr = '';

@@ -33,9 +33,21 @@ export type Planned = null | boolean | number | string | PoolPick | RawJson | Pl
 /** The body of a planned request: JSON (with leaves to resolve), or bytes sent as they are. */
 export type PlannedBody = { kind: 'json'; value: Planned } | { kind: 'bytes'; bytes: Buffer; contentType: string } | null;
 
+/**
+ * Who a request to the hosted gateway presents itself as: no key, a key of one of the principal
+ * kinds of gateway §7 (the `pick`-th of the run's keys of that kind), or a key that is no live key.
+ */
+export interface PlannedPrincipal {
+  kind: 'none' | 'human' | 'agent' | 'admin' | 'invalid';
+  pick: number;
+}
+
 /** One planned request. */
 export interface PlannedRequest {
-  server: 'gateway' | 'binding';
+  /** `gateway`: the dev gateway; `hosted`: the hosted gateway (gateway §7); `binding`: the clearing binding. */
+  server: 'gateway' | 'hosted' | 'binding';
+  /** Hosted only: the key sent as `Authorization: Bearer`. */
+  principal?: PlannedPrincipal;
   operationId: string;
   method: string;
   /** Path segments by parameter name: a planned value, or an already percent-encoded hostile segment. */
@@ -275,4 +287,17 @@ export function resolvePicks(value: Planned, resolve: (pick: PoolPick) => Planne
   if (value instanceof RawJson || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map((item) => resolvePicks(item, resolve));
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, resolvePicks(item, resolve)]));
+}
+
+/**
+ * The principal of a hosted request to an operation open to `allowed` (the operation's row of the
+ * §7 principals table): mostly one of those kinds, sometimes another kind or a key that is no live
+ * key, so the refusals (401, 403) are fuzzed too.
+ */
+export function principalArbitrary(allowed: readonly PlannedPrincipal['kind'][]): fc.Arbitrary<PlannedPrincipal> {
+  const others = (['none', 'human', 'agent', 'admin'] as const).filter((kind) => !allowed.includes(kind));
+  return fc.oneof(
+    { arbitrary: fc.record({ kind: fc.constantFrom(...allowed), pick: fc.nat() }), weight: 10 },
+    { arbitrary: fc.record({ kind: fc.constantFrom<PlannedPrincipal['kind']>('invalid', ...others), pick: fc.nat() }), weight: 1 },
+  );
 }

@@ -10,6 +10,7 @@ import pino, { type Logger } from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import type { RunningGateway } from '../../src/gateway/server.ts';
+import type { Resolve } from '../../src/hosted/egress.ts';
 import { startHostedGateway, type PublishingHooks } from '../../src/hosted/server.ts';
 import { readSettings, type HostedSettings } from '../../src/hosted/settings.ts';
 import { FIXTURE_AGENTS, freshStore } from './gateway.ts';
@@ -57,6 +58,10 @@ export async function startTestHosted(
     agent_dirs?: readonly string[];
     /** The files' clock (default `Date.now`). */
     clock?: () => number;
+    /** A clearing binding to settle with (default: the reference binding in this process). */
+    clearing_url?: string;
+    /** The resolver of authors' endpoint hosts (default: the system's). */
+    resolve?: Resolve;
   } = {},
 ): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
@@ -69,6 +74,8 @@ export async function startTestHosted(
     settings,
     agent_dirs: options.agent_dirs ?? [FIXTURE_AGENTS],
     clock: options.clock,
+    clearing_url: options.clearing_url,
+    resolve: options.resolve,
     exclude: [],
     agents_host_port: null,
     stop: options.stop,

@@ -74,7 +74,7 @@ export type ErrorBody = {
 };
 
 /**
- * A decimal amount in the mandate's currency, exact to the micro-unit ("0.192").
+ * A decimal amount in the mandate's currency, exact to the micro-unit ("0.192"), as the gateway answers it (a balance may be negative). Amounts a request sends are checked by the gateway against their own bounds (`max_cost`, an admin credit's `amount`).
  */
 export type Money = string;
 
@@ -1937,7 +1937,10 @@ export type RevokeKeyResponse = RevokeKeyResponses[keyof RevokeKeyResponses];
 export type AdminCreditData = {
     body: {
         account: string;
-        amount: Money;
+        /**
+         * A decimal string more than 0 and at most 1000.00, at most 6 decimals ("2.50"). Checked by the gateway, not by a pattern, so anything else (0, a sign, an exponent, more decimals, more digits) is a 422 `invalid_request` whose sentence names the bound.
+         */
+        amount: string;
     };
     path?: never;
     query?: never;
@@ -1958,7 +1961,7 @@ export type AdminCreditErrors = {
      */
     404: ErrorBody;
     /**
-     * `invalid_request`: an amount of 0, negative or above the bound.
+     * `invalid_request`: an amount that is not a decimal string more than 0 and at most 1000.00 with at most 6 decimals (0, `-1.00`, `-0`, `1e3`, `999999999999`); the sentence names the bound.
      */
     422: ErrorBody;
     /**
