@@ -23,6 +23,7 @@ import { readSettings } from '../src/hosted/settings.ts';
 import { createMcpRuntime } from '../src/runtimes/mcp.ts';
 import { closedPort } from './helpers/cli.ts';
 import { freshStore } from './helpers/gateway.ts';
+import { PRODUCTION_ENV } from './helpers/hosted.ts';
 import { remoteTarget, runRequest, startHost, startHttp, type TestHost, type TestServer } from './helpers/runtimes.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -300,15 +301,7 @@ describe('the listing rule: listed only when not excluded and with a contact', (
 });
 
 describe('production refuses to start when it is listed without a contact', () => {
-  const complete = {
-    NODE_ENV: 'production',
-    DATABASE_URL: 'postgres://db.example/holon',
-    HOLON_PUBLIC_URL: 'https://holon.example',
-    HOLON_FILE_SECRET: 'f'.repeat(32),
-    HOLON_ADMIN_KEY: 'a'.repeat(32),
-    HOLON_TRUST_PROXY: '1',
-    HOLON_SITE_URL: 'https://site.example',
-  };
+  const complete = PRODUCTION_ENV;
   const refusal = 'HOLON_SEC_CONTACT is required while holon-labs/sec-company is listed (HOLON_EXCLUDE leaves it in): set an email the SEC can reach, or add holon-labs/sec-company to HOLON_EXCLUDE';
 
   test('the settings: refused without a contact or with one that is no email; paused by default, or with a contact, it starts', () => {

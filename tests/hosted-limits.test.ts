@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readSettings } from '../src/hosted/settings.ts';
-import { ADMIN_KEY, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from './helpers/hosted.ts';
+import { ADMIN_KEY, PRODUCTION_ENV, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from './helpers/hosted.ts';
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 const limits = { address_per_minute: 100_000, account_per_minute: 100_000, admin_per_minute: 100_000, signups_per_hour: 100_000 };
@@ -81,15 +81,7 @@ describe('NUL characters', () => {
 });
 
 describe('production settings', () => {
-  const complete = {
-    NODE_ENV: 'production',
-    DATABASE_URL: 'postgres://db.example/holon',
-    HOLON_PUBLIC_URL: 'https://holon.example',
-    HOLON_FILE_SECRET: 'f'.repeat(32),
-    HOLON_ADMIN_KEY: 'a'.repeat(32),
-    HOLON_TRUST_PROXY: '1',
-    HOLON_SITE_URL: 'https://site.example',
-  };
+  const complete = PRODUCTION_ENV;
 
   test('refuses to start without each required setting, naming every missing one', () => {
     assert.throws(

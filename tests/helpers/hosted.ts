@@ -21,6 +21,20 @@ export const ADMIN_KEY = 'test-admin-key-0123456789abcdef0123456789';
 export const FILE_SECRET = 'hosted-test-file-secret-0123456789abcdef';
 
 /** A signed-up account: its handle, keys and starter mandate. */
+/**
+ * An environment that `readSettings` accepts in production (gateway §7 Operating: every required
+ * variable set and well formed), for tests that change one variable and expect its refusal.
+ */
+export const PRODUCTION_ENV: Readonly<Record<string, string>> = {
+  NODE_ENV: 'production',
+  DATABASE_URL: 'postgres://db.example/holon',
+  HOLON_PUBLIC_URL: 'https://holon.example',
+  HOLON_FILE_SECRET: 'f'.repeat(32),
+  HOLON_ADMIN_KEY: 'a'.repeat(32),
+  HOLON_TRUST_PROXY: '1',
+  HOLON_SITE_URL: 'https://site.example',
+};
+
 export interface TestAccount {
   handle: string;
   human: string;
