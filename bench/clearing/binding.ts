@@ -1,7 +1,7 @@
 /**
  * The reference binding as a separate process, and a small JSON client for it over loopback
  * HTTP with keep-alive connections (undici). Shared by the clearing benchmark (`bench/clearing/run.ts`)
- * and the crash test (`tests/clearing-crash.test.ts`): both need the binding exactly as an
+ * and the crash test (`tests/clearing/crash.test.ts`): both need the binding exactly as an
  * operator runs it (`holon clearing serve`), so they can time it, or SIGKILL it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

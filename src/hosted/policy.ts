@@ -2,7 +2,7 @@
  * Who may call each operation of `openapi/gateway.yaml` on a hosted gateway: the §7 principals
  * table as data. Typed by the generated `OperationId`, so an endpoint added to the document
  * without a row here fails the typecheck, and the authorization matrix test
- * (`tests/hosted-authorization.test.ts`) walks the same generated table.
+ * (`tests/hosted/authorization.test.ts`) walks the same generated table.
  */
 import type { OperationId } from '../../generated/gateway/server.ts';
 import type { PrincipalKind } from './principal.ts';

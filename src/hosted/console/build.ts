@@ -3,7 +3,7 @@
  * client of `clients/src`, the money parser of `src/contracts`) bundled by esbuild into one
  * browser file, `src/hosted/console/dist/console.js`. The bundle is committed, so a gateway installed
  * without dev dependencies or scripts (the `Dockerfile`) serves it as it is;
- * `tests/console-pages.test.ts` fails when it differs from what this writes.
+ * `tests/hosted/console/pages.test.ts` fails when it differs from what this writes.
  *
  * `node --import tsx src/hosted/console/build.ts` (or `npm run build:console`) rewrites it.
  */

@@ -1,0 +1,50 @@
+/**
+ * Opening the database brings its schema up to date (`src/db/index.ts`). Several gateway
+ * processes may start at once on one empty Postgres (issue 12 §4): each must come up with the
+ * whole schema, none refused because another is migrating. (On PGlite a directory has one
+ * process, so there is no race to test.)
+ */
+import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
+import { test } from 'node:test';
+import pg from 'pg';
+import { openDatabase } from '../../src/db/index.ts';
+import { migrationSource } from '../../migrations/index.ts';
+import { freshStore } from '../helpers/gateway.ts';
+
+test('four processes opening one empty Postgres at once all start, and each migration runs exactly once', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async () => {
+  const store = await freshStore();
+  try {
+    const opened = await Promise.allSettled(Array.from({ length: 4 }, () => openDatabase({ url: store.database_url! }, { poolMax: 2 })));
+    const failures = opened.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
+    const databases = opened.filter((o) => o.status === 'fulfilled').map((o) => (o as PromiseFulfilledResult<Awaited<ReturnType<typeof openDatabase>>>).value);
+    try {
+      assert.deepEqual(failures, []);
+      const rows: Array<{ name: string }> = await databases[0].knex('knex_migrations').orderBy('id').select('name');
+      assert.deepEqual(rows.map((row) => row.name), await migrationSource.getMigrations([]));
+    } finally {
+      await Promise.all(databases.map((database) => database.close()));
+    }
+  } finally {
+    await rm(store.db, { recursive: true, force: true });
+  }
+});
+
+test('a process waits for another one migrating at most migrationWaitS, then fails naming the bound', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async () => {
+  const store = await freshStore();
+  const other = new pg.Client({ connectionString: store.database_url });
+  await other.connect();
+  try {
+    // Another process holding the migration lock and never letting go.
+    await other.query("SELECT pg_advisory_lock(7525352728209221991)");
+    await assert.rejects(openDatabase({ url: store.database_url! }, { migrationWaitS: 1 }), {
+      message: 'another process has been migrating this database for more than 1 s (the bound on waiting for it): is it stuck?',
+    });
+    await other.query("SELECT pg_advisory_unlock(7525352728209221991)");
+    const database = await openDatabase({ url: store.database_url! }, { migrationWaitS: 1 });
+    await database.close();
+  } finally {
+    await other.end();
+    await rm(store.db, { recursive: true, force: true });
+  }
+});

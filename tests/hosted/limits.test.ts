@@ -1,0 +1,115 @@
+/**
+ * Limits and platform rules of the hosted gateway (gateway §7 "Limits and platform rules",
+ * "Operating"): rate limits per account, per address (behind a trusted proxy, the address it
+ * appended; a forged `X-Forwarded-For` buys nothing), sign-ups per address, the admin key's;
+ * NUL refused; the settings production refuses to start without.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readSettings } from '../../src/hosted/settings.ts';
+import { ADMIN_KEY, PRODUCTION_ENV, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+const limits = { address_per_minute: 100_000, account_per_minute: 100_000, admin_per_minute: 100_000, signups_per_hour: 100_000 };
+
+describe('rate limits', () => {
+  let proxied: TestHosted;
+  let direct: TestHosted;
+  before(async () => {
+    [proxied, direct] = await Promise.all([
+      startTestHosted({ settings: { trust_proxy: true, rate_limits: { ...limits, address_per_minute: 5, signups_per_hour: 2, account_per_minute: 6, admin_per_minute: 3 } } }),
+      startTestHosted({ settings: { trust_proxy: false, rate_limits: { ...limits, address_per_minute: 3 } } }),
+    ]);
+  });
+  after(async () => Promise.all([proxied?.close(), direct?.close()]));
+
+  test('behind the trusted proxy, the appended address counts: a forged X-Forwarded-For buys nothing', async () => {
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await proxied.http.get('/healthz').set('x-forwarded-for', `10.9.9.${i}, 203.0.113.7`)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
+    const limited = await proxied.http.get('/healthz').set('x-forwarded-for', '203.0.113.7');
+    assert.deepEqual([limited.status, limited.body.code, Number(limited.headers['retry-after']) > 0], [429, 'rate_limited', true]);
+    assert.equal((await proxied.http.get('/healthz').set('x-forwarded-for', '10.9.9.1, 203.0.113.8')).status, 200);
+  });
+
+  test('without a trusted proxy X-Forwarded-For is ignored', async () => {
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await direct.http.get('/healthz').set('x-forwarded-for', `198.51.100.${i}`)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429]);
+  });
+
+  test('sign-ups are limited per address', async () => {
+    const signup = () => {
+      const handle = uniqueAccount();
+      return proxied.http.post('/v0/signup').set('x-forwarded-for', '203.0.113.20').send({ handle, email: `${handle}@example.test` });
+    };
+    assert.deepEqual([(await signup()).status, (await signup()).status, (await signup()).status], [201, 201, 429]);
+  });
+
+  test('every key of an account shares its limit; the admin key has its own', async () => {
+    const handle = uniqueAccount();
+    const created = await proxied.http.post('/v0/signup').set('x-forwarded-for', '203.0.113.30').send({ handle, email: `${handle}@example.test` }).expect(201);
+    const keys = [created.body.human_key.key, created.body.agent_key.key];
+    const statuses = [];
+    for (let i = 0; i < 7; i++) statuses.push((await proxied.http.get('/v0/me').set('x-forwarded-for', `203.0.113.${40 + i}`).set(bearer(keys[i % 2]))).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 429]);
+    const admin = [];
+    for (let i = 0; i < 4; i++) admin.push((await proxied.http.get('/v0/accounts').set('x-forwarded-for', `203.0.113.${60 + i}`).set(bearer(ADMIN_KEY))).status);
+    assert.deepEqual(admin, [200, 200, 200, 429]);
+  });
+});
+
+describe('NUL characters', () => {
+  let hosted: TestHosted;
+  let account: TestAccount;
+  before(async () => {
+    hosted = await startTestHosted();
+    account = await hosted.signup();
+  });
+  after(async () => hosted?.close());
+
+  test('a NUL in a call input or a mandate is refused 422 and nothing is written', async () => {
+    const count = async () => Number((await hosted.running.db.knex('gateway_receipts').count('* as n'))[0].n);
+    const before_count = await count();
+    const call = await hosted.http.post('/v0/calls').set(bearer(account.agent)).send({ mandate: account.mandate, agent: 'gt/run', input: { marker: 'a\u0000b' } });
+    assert.deepEqual([call.status, call.body.code], [422, 'invalid_request']);
+    assert.match(call.body.error, /body\.input\.marker contains a NUL character/);
+    assert.equal(await count(), before_count);
+    const mandate = await hosted.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'n\u0000', grantee: `${account.handle}/b`, budget: { total: '1.00' } });
+    assert.equal(mandate.status, 422);
+  });
+});
+
+describe('production settings', () => {
+  const complete = PRODUCTION_ENV;
+
+  test('refuses to start without each required setting, naming every missing one', () => {
+    assert.throws(
+      () => readSettings({ NODE_ENV: 'production' }),
+      { message: 'refusing to start: DATABASE_URL is required in production; HOLON_PUBLIC_URL is required in production; HOLON_FILE_SECRET is required in production; HOLON_ADMIN_KEY is required in production; HOLON_TRUST_PROXY is required in production; HOLON_SITE_URL is required in production' },
+    );
+    assert.throws(() => readSettings({ ...complete, HOLON_ADMIN_KEY: 'short' }), /HOLON_ADMIN_KEY must be 32 or more characters/);
+    assert.throws(() => readSettings({ ...complete, HOLON_ALLOW_PRIVATE_ENDPOINTS: '1' }), /HOLON_ALLOW_PRIVATE_ENDPOINTS=1 is refused in production/);
+  });
+
+  test('rate limits default to 6000 per address and 3000 per account a minute, 600 for the admin key, 5 sign-ups per address an hour', () => {
+    assert.deepEqual(readSettings({}).rate_limits, { address_per_minute: 6_000, account_per_minute: 3_000, admin_per_minute: 600, signups_per_hour: 5 });
+    assert.deepEqual(readSettings({ ...complete, HOLON_RATE_ACCOUNT: '1000000', HOLON_RATE_SIGNUP: '1' }).rate_limits, { address_per_minute: 6_000, account_per_minute: 1_000_000, admin_per_minute: 600, signups_per_hour: 1 });
+  });
+
+  test('a rate limit outside 1 to 1000000 is refused at start-up, naming the variable, the bound and the value', () => {
+    assert.throws(() => readSettings({ HOLON_RATE_ACCOUNT: '0' }), { message: 'refusing to start: HOLON_RATE_ACCOUNT must be a whole number from 1 to 1000000 (requests per account per minute); got "0"' });
+    assert.throws(
+      () => readSettings({ HOLON_RATE_ADDRESS: '1000001', HOLON_RATE_ADMIN: '1e3', HOLON_RATE_SIGNUP: '-5' }),
+      {
+        message:
+          'refusing to start: HOLON_RATE_ADDRESS must be a whole number from 1 to 1000000 (requests per address per minute); got "1000001"; HOLON_RATE_ADMIN must be a whole number from 1 to 1000000 (requests with the admin key per minute); got "1e3"; HOLON_RATE_SIGNUP must be a whole number from 1 to 1000000 (sign-ups per address per hour); got "-5"',
+      },
+    );
+  });
+
+  test('starts with them; GitHub sign-in unset only turns sign-in off', () => {
+    const settings = readSettings(complete);
+    assert.deepEqual([settings.production, settings.github, settings.trust_proxy], [true, null, true]);
+  });
+});
