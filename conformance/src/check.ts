@@ -4,6 +4,7 @@
  */
 import type { OperationName } from './contract.ts';
 import type { CheckContext } from './context.ts';
+import type { Verdict } from './expect.ts';
 import type { Exchange } from './http.ts';
 
 /** MUST checks decide the exit code; a failed SHOULD is reported and is not fatal. */
@@ -62,15 +63,6 @@ export function checksOf(section: SectionName, checks: readonly Omit<Check, 'sec
 
 /** The most requests of one check a failure lists (a concurrency check sends hundreds); the rest are counted. */
 export const MAX_FAILURE_REQUESTS = 200;
-
-/** What a check says when it fails: what the contract expected, what came back, and the exchanges that show it. */
-export interface Verdict {
-  readonly message: string;
-  readonly expected: string;
-  readonly got: string;
-  /** The requests and answers that show the failure; each reproduces with `curlFor`. */
-  readonly exchanges: readonly Exchange[];
-}
 
 /** Why a check failed: its verdict, and every request it sent, so the case can be rebuilt from the report alone. */
 export interface Failure extends Verdict {

@@ -8,6 +8,7 @@ import type { ConformanceConfig } from './config.ts';
 import type { OperationName } from './contract.ts';
 import type { Declared } from './declared.ts';
 import { answered, applied, asObject, ensure, fail, gotOf, Inconclusive, isInt, NotApplicable, type Json } from './expect.ts';
+import type { Figures } from './figures.ts';
 import type { Exchange, ExchangeLog } from './http.ts';
 import { Wire, type Reply } from './wire.ts';
 
@@ -16,15 +17,6 @@ import { Wire, type Reply } from './wire.ts';
  * transaction ids, or not at all (relying on `fixtures.prefunded`).
  */
 export type FundingMode = 'credit' | 'adjust' | 'prefunded';
-
-/** An account's figures from read-balance (§6.2); `pending` absent reads as 0. */
-export interface Figures {
-  readonly balance: number;
-  readonly available: number;
-  readonly reserved: number;
-  readonly pending: number;
-  readonly reply: Reply;
-}
 
 /** State shared by every check of one run. */
 export class RunState {

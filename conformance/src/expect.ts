@@ -2,11 +2,18 @@
  * How a check states its verdict. A check throws CheckFailed (fail), Inconclusive (warn) or
  * NotApplicable (skip); the assertion helpers here throw CheckFailed with the evidence attached.
  */
-import type { Verdict } from './check.ts';
 import { isKnownCode, type ErrorCode } from './contract.ts';
-import type { Figures } from './context.ts';
 import type { Exchange } from './http.ts';
 import type { Reply } from './wire.ts';
+
+/** What a check says when it fails: what the contract expected, what came back, and the exchanges that show it. */
+export interface Verdict {
+  readonly message: string;
+  readonly expected: string;
+  readonly got: string;
+  /** The requests and answers that show the failure; each reproduces with `curlFor`. */
+  readonly exchanges: readonly Exchange[];
+}
 
 /** The binding broke the rule. Carries what was expected, what came back and the exchanges. */
 export class CheckFailed extends Error {
@@ -156,18 +163,4 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 /** Throws CheckFailed unless `actual` equals `expected` as JSON. */
 export function ensureEqual(actual: unknown, expected: unknown, what: string, ...evidence: Evidence[]): void {
   ensure(jsonEqual(actual, expected), what, JSON.stringify(expected), JSON.stringify(actual), ...evidence);
-}
-
-/**
- * Throws CheckFailed unless `field` moved by exactly `expected` between two reads of the same
- * account. The kit checks deltas, never absolute balances.
- */
-export function ensureMoved(
-  what: string, field: 'balance' | 'available' | 'reserved',
-  before: Figures, after: Figures, expected: number, ...evidence: Evidence[]
-): void {
-  const moved = after[field] - before[field];
-  ensure(moved === expected, `${what}: ${field} moved by ${moved}`,
-    `${field} to move by ${expected} (${before[field]} → ${before[field] + expected})`,
-    `${before[field]} → ${after[field]}`, before.reply, ...evidence, after.reply);
 }

@@ -3,13 +3,13 @@
  * selected checks section by section, clean up, and answer the report.
  */
 import pkg from '../package.json' with { type: 'json' };
-import { MAX_FAILURE_REQUESTS, SECTIONS, type Check, type CheckResult, type Failure, type SectionName, type Verdict } from './check.ts';
+import { MAX_FAILURE_REQUESTS, SECTIONS, type Check, type CheckResult, type Failure, type SectionName } from './check.ts';
 import { CHECKS } from './checks/index.ts';
 import { ConfigError, parseConfig, type ConformanceConfig } from './config.ts';
 import { CheckContext, RunState, type FundingMode } from './context.ts';
 import { CONTRACT_VERSION } from './contract.ts';
 import { readDeclared, type Declared } from './declared.ts';
-import { CheckFailed, Inconclusive, NotApplicable } from './expect.ts';
+import { CheckFailed, Inconclusive, NotApplicable, type Verdict } from './expect.ts';
 import { ExchangeLog } from './http.ts';
 import { Wire, type Reply } from './wire.ts';
 

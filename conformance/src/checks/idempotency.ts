@@ -3,9 +3,10 @@
  * nothing, and different intents never deduplicate against each other.
  */
 import { checksOf } from '../check.ts';
-import type { CheckContext, Figures } from '../context.ts';
+import type { CheckContext } from '../context.ts';
 import type { OperationName } from '../contract.ts';
-import { answered, applied, asObject, ensure, ensureEqual, ensureMoved, gotOf, jsonEqual, NotApplicable, REFUSED, refused, type Json } from '../expect.ts';
+import { answered, applied, asObject, ensure, ensureEqual, gotOf, jsonEqual, NotApplicable, REFUSED, refused, type Json } from '../expect.ts';
+import { ensureMoved, type Figures } from '../figures.ts';
 import type { Reply } from '../wire.ts';
 
 /** Figures every balance-bearing read carries (§6.2). */

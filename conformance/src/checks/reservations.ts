@@ -4,10 +4,11 @@
  */
 import type { DrawLineRequest } from '../../../generated/clearing/client/types.gen.ts';
 import { checksOf } from '../check.ts';
-import type { CheckContext, Figures } from '../context.ts';
+import type { CheckContext } from '../context.ts';
 import {
-  answered, applied, asObject, ensure, ensureEqual, ensureMoved, fail, gotOf, Inconclusive, INVALID, refused, REFUSED, type Json,
+  answered, applied, asObject, ensure, ensureEqual, fail, gotOf, Inconclusive, INVALID, refused, REFUSED, type Json,
 } from '../expect.ts';
+import { ensureMoved, type Figures } from '../figures.ts';
 import { drawRecordProblems, figureProblems, legSum, reservationProblems } from '../shapes.ts';
 import { malformed, type Reply } from '../wire.ts';
 

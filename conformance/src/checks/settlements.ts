@@ -3,10 +3,11 @@
  * §6.10 adjust. Every rule is observed through balance deltas and the settlement record.
  */
 import { checksOf } from '../check.ts';
-import type { CheckContext, Figures } from '../context.ts';
+import type { CheckContext } from '../context.ts';
 import {
-  answered, applied, asObject, ensure, ensureEqual, ensureMoved, gotOf, Inconclusive, INVALID, NotApplicable, refused, type Json,
+  answered, applied, asObject, ensure, ensureEqual, gotOf, Inconclusive, INVALID, NotApplicable, refused, type Json,
 } from '../expect.ts';
+import { ensureMoved, type Figures } from '../figures.ts';
 import { legSum, settlementProblems } from '../shapes.ts';
 import { malformed, type Reply } from '../wire.ts';
 
