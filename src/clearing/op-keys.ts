@@ -29,7 +29,7 @@
  *   a batch with another write on one of those accounts: that costs the batch a second row
  *   update, never a wrong figure, since the operations of a batch run one after another.
  */
-import type { LedgerOp } from './write-path.ts';
+import type { LedgerOp } from './ledger-op.ts';
 
 /** The keys of `op` (see the module comment): strings `account:<id>`, `hold:<id>` or `txn:<id>`, without repeats. */
 export function keysOf(op: LedgerOp): string[] {

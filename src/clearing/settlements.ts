@@ -5,7 +5,7 @@
  */
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
 import { invalidRequest } from '../http/errors.ts';
-import type { LedgerOp } from './write-path.ts';
+import type { LedgerOp } from './ledger-op.ts';
 import { checkReplay, findTransaction, inTransaction, postingsOf, refuseMachinery, reversalOf, storedTransaction, termsOf, type Door, type Ledger, type Posting } from './ledger.ts';
 
 /** The machinery accounts value enters from and margins land in (DESIGN "Money": money enters only from `external:*`). */

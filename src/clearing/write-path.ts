@@ -18,14 +18,9 @@
 import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
 import { rawQuery, type FixedStatement } from '../db/raw-sql.ts';
+import type { LedgerOp, OpOutcome } from './ledger-op.ts';
 import { keysOf } from './op-keys.ts';
 import { refusalOf } from './refusals.ts';
-
-/** One value-moving operation as `clearing_apply` takes it (see the migration for each shape). */
-export type LedgerOp = { op: 'post' | 'reverse' | 'open-hold' | 'resize-hold' | 'release-hold' | 'draw' } & Record<string, unknown>;
-
-/** What `clearing_apply` answers for one operation: its outcome, or the error its subtransaction raised. */
-export type OpOutcome = Record<string, any>;
 
 /** Settings of the write path (README "Reference binding: write path"). */
 export interface WritePathOptions {
