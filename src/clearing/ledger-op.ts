@@ -5,7 +5,7 @@
  * (`op-keys.ts`, which the write path asks) read it.
  */
 
-/** One value-moving operation as `clearing_apply` takes it (see the migration for each shape). */
+/** One value-moving operation, in the shape `clearing_apply` reads for its `op`. */
 export type LedgerOp = { op: 'post' | 'reverse' | 'open-hold' | 'resize-hold' | 'release-hold' | 'draw' } & Record<string, unknown>;
 
 /** What `clearing_apply` answers for one operation: its outcome, or the error its subtransaction raised. */
