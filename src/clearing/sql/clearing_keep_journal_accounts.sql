@@ -1,6 +1,6 @@
 -- What the postings' foreign key to clearing_accounts refused besides a missing account (which the
 -- posting trigger refuses, H1404): an account the journal names is never deleted nor renamed
--- (23503, as the foreign key answered). The foreign key went in migration 015: its check took a
+-- (23503, as the foreign key answered). Migration 015 dropped the foreign key: its check took a
 -- FOR KEY SHARE lock on the account row for every posting, so every settle of every batch queued
 -- on the one platform:fees row (about 100 µs per settle). A restore empties clearing_accounts only
 -- when the journal is empty.

@@ -1,5 +1,6 @@
--- Locks the named holder accounts in id order (machinery accounts keep no lockable row: see
--- clearing_apply_posting.sql) and raises H1404 naming the first, in id order, that does not exist.
+-- Locks the named holder accounts in id order and raises H1404 naming the first, in id order, that
+-- does not exist. A machinery account's row is never locked (its balance is in stripes: see
+-- clearing_apply_posting.sql).
 -- It searches for a missing one only when it locked fewer rows than it was asked for, which is
 -- not the usual case (migration 014).
 --
