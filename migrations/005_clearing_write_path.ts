@@ -13,97 +13,15 @@
  *   (a transaction id already stored) answers the stored row under `existing`; the rules in
  *   `src/clearing/` decide whether it is the same request (§9).
  * - The balance bound (issue 8 item 1.6): a posting that would carry an account beyond
- *   ±MAX_BALANCE_MICROS is refused (`H1460`), in the trigger that moves the balance, so it
- *   holds for every door. Machinery accounts (`external:*`, `platform:*`) keep no single balance
- *   row, which every settlement would queue on: their balance is split over MACHINERY_STRIPES
- *   rows, each bounded by MAX_BALANCE_MICROS / MACHINERY_STRIPES (why: `src/clearing/bounds.ts`).
+ *   ±3 000 000 000 000 000 micro-units (`MAX_BALANCE_MICROS`) is refused (`H1460`), in the
+ *   trigger that moves the balance, so it holds for every door. Machinery accounts (`external:*`,
+ *   `platform:*`) keep no single balance row, which every settlement would queue on: their
+ *   balance is split over 8 rows ("stripes"), each bounded by 375 000 000 000 000 (the bound / 8).
+ *
+ * Frozen: the SQL below is what this migration ran, numbers written out, so it never changes
+ * with `src/`. Today's definition of each function is in `src/clearing/sql/`.
  */
 import type { Knex } from 'knex';
-import { MAX_BALANCE_MICROS } from '../src/contracts/money.ts';
-import { MACHINERY_STRIPES, MACHINERY_STRIPE_MAX_MICROS } from '../src/clearing/bounds.ts';
-
-/**
- * The text of `clearing_apply`. `held` (migration 015): the batch keeps the ids of the accounts it
- * locked up front and passes them to `clearing_op_post(o, held)`, which does not lock them again;
- * and everything it runs is planned with `enable_seqscan = off` (why: migration 015).
- */
-export function clearingApplySql(held: boolean): string {
-  return `CREATE OR REPLACE FUNCTION clearing_apply(ops jsonb) RETURNS jsonb LANGUAGE plpgsql${held ? ' SET enable_seqscan = off' : ''} AS $$
-   DECLARE o jsonb; outcome jsonb; outcomes jsonb := '[]'; st text; err_detail text;${held ? " held text[] := '{}';" : ''}
-   BEGIN
-     IF jsonb_array_length(ops) > 1 THEN
-       -- Every account of the batch, in id order, before any operation runs: batches never deadlock on accounts.
-       ${held ? 'held := ARRAY(SELECT id' : 'PERFORM 1'} FROM clearing_accounts
-        WHERE kind = 'holder' AND id IN (SELECT clearing_accounts_of(x) FROM jsonb_array_elements(ops) AS x)
-        ORDER BY id FOR UPDATE${held ? ')' : ''};
-     END IF;
-     FOR o IN SELECT value FROM jsonb_array_elements(ops) LOOP
-       BEGIN
-         outcome := CASE o->>'op'
-           WHEN 'post' THEN clearing_op_post(o${held ? ', held' : ''})
-           WHEN 'reverse' THEN clearing_op_reverse(o)
-           WHEN 'open-hold' THEN clearing_op_open_hold(o)
-           WHEN 'resize-hold' THEN clearing_op_resize_hold(o)
-           WHEN 'release-hold' THEN clearing_op_release_hold(o)
-           WHEN 'draw' THEN clearing_op_draw(o)
-         END;
-         IF outcome IS NULL THEN RAISE EXCEPTION 'unknown operation %', o->>'op'; END IF;
-       EXCEPTION WHEN OTHERS THEN
-         GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
-         outcome := jsonb_build_object('error', jsonb_build_object('sqlstate', st, 'message', SQLERRM, 'detail', err_detail));
-       END;
-       outcomes := outcomes || jsonb_build_array(outcome);
-     END LOOP;
-     RETURN outcomes;
-   END $$`;
-}
-
-/**
- * The text of the posting trigger's function: it moves the posting's account balance within the
- * bound. `refuseUnknown` (migration 015): an account with no balance row is refused (H1404),
- * where the postings' foreign key refused it before.
- */
-export function postingTriggerSql(refuseUnknown: boolean): string {
-  const unknown = refuseUnknown
-    ? ` IF NOT FOUND THEN RAISE EXCEPTION 'no such account' USING ERRCODE = 'H1404', DETAIL = jsonb_build_object('account', NEW.account)::text; END IF;`
-    : '';
-  return `CREATE OR REPLACE FUNCTION clearing_apply_posting() RETURNS trigger LANGUAGE plpgsql AS $$
-   DECLARE new_balance bigint; done boolean; left_over bigint; stripe_balance bigint; portion bigint;
-   BEGIN
-     IF NEW.account LIKE 'external:%' OR NEW.account LIKE 'platform:%' THEN
-       -- Fast path: the session's own stripe takes the whole posting.
-       UPDATE clearing_machinery_balances SET balance = balance + NEW.delta
-        WHERE account = NEW.account AND stripe = pg_backend_pid() % ${MACHINERY_STRIPES}
-          AND (abs(balance + NEW.delta) <= ${MACHINERY_STRIPE_MAX_MICROS} OR abs(balance + NEW.delta) <= abs(balance))
-       RETURNING true INTO done;
-       IF done THEN RETURN NULL; END IF;
-       -- Spill-over: fill the stripes in stripe order; refused when they cannot take it all (the subtransaction undoes the rest).
-       left_over := NEW.delta;
-       FOR i IN 0..${MACHINERY_STRIPES - 1} LOOP
-         SELECT balance INTO stripe_balance FROM clearing_machinery_balances WHERE account = NEW.account AND stripe = i FOR UPDATE;${unknown}
-         portion := CASE WHEN left_over > 0 THEN least(left_over, greatest(${MACHINERY_STRIPE_MAX_MICROS} - stripe_balance, 0))
-                         ELSE greatest(left_over, least(-${MACHINERY_STRIPE_MAX_MICROS} - stripe_balance, 0)) END;
-         IF portion <> 0 THEN
-           UPDATE clearing_machinery_balances SET balance = balance + portion WHERE account = NEW.account AND stripe = i;
-           left_over := left_over - portion;
-         END IF;
-         EXIT WHEN left_over = 0;
-       END LOOP;
-       IF left_over <> 0 THEN
-         RAISE EXCEPTION 'balance bound' USING ERRCODE = 'H1460', DETAIL = jsonb_build_object('account', NEW.account, 'delta', NEW.delta,
-           'balance', (SELECT sum(balance) FROM clearing_machinery_balances WHERE account = NEW.account) - (NEW.delta - left_over),
-           'bound', ${MAX_BALANCE_MICROS})::text;
-       END IF;
-       RETURN NULL;
-     END IF;
-     UPDATE clearing_accounts SET balance = balance + NEW.delta WHERE id = NEW.account AND kind = 'holder' RETURNING balance INTO new_balance;${unknown}
-     IF abs(new_balance) > ${MAX_BALANCE_MICROS} AND abs(new_balance) > abs(new_balance - NEW.delta) THEN
-       RAISE EXCEPTION 'balance bound' USING ERRCODE = 'H1460', DETAIL = jsonb_build_object('account', NEW.account, 'delta', NEW.delta,
-         'balance', new_balance - NEW.delta, 'bound', ${MAX_BALANCE_MICROS})::text;
-     END IF;
-     RETURN NULL;
-   END $$`;
-}
 
 const statements = [
   // Locks the named holder accounts in id order; raises H1404 naming the first (in id order) that does not exist.
@@ -322,20 +240,82 @@ const statements = [
      UNION ALL SELECT account FROM clearing_postings WHERE txn_id = o->>'reverses' AND o->>'op' = 'reverse'
    $$`,
   // One call per request or per batch: each operation in its own subtransaction, outcomes in order.
-  clearingApplySql(false),
+  `CREATE OR REPLACE FUNCTION clearing_apply(ops jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+   DECLARE o jsonb; outcome jsonb; outcomes jsonb := '[]'; st text; err_detail text;
+   BEGIN
+     IF jsonb_array_length(ops) > 1 THEN
+       -- Every account of the batch, in id order, before any operation runs: batches never deadlock on accounts.
+       PERFORM 1 FROM clearing_accounts
+        WHERE kind = 'holder' AND id IN (SELECT clearing_accounts_of(x) FROM jsonb_array_elements(ops) AS x)
+        ORDER BY id FOR UPDATE;
+     END IF;
+     FOR o IN SELECT value FROM jsonb_array_elements(ops) LOOP
+       BEGIN
+         outcome := CASE o->>'op'
+           WHEN 'post' THEN clearing_op_post(o)
+           WHEN 'reverse' THEN clearing_op_reverse(o)
+           WHEN 'open-hold' THEN clearing_op_open_hold(o)
+           WHEN 'resize-hold' THEN clearing_op_resize_hold(o)
+           WHEN 'release-hold' THEN clearing_op_release_hold(o)
+           WHEN 'draw' THEN clearing_op_draw(o)
+         END;
+         IF outcome IS NULL THEN RAISE EXCEPTION 'unknown operation %', o->>'op'; END IF;
+       EXCEPTION WHEN OTHERS THEN
+         GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, err_detail = PG_EXCEPTION_DETAIL;
+         outcome := jsonb_build_object('error', jsonb_build_object('sqlstate', st, 'message', SQLERRM, 'detail', err_detail));
+       END;
+       outcomes := outcomes || jsonb_build_array(outcome);
+     END LOOP;
+     RETURN outcomes;
+   END $$`,
   // Machinery balances in stripes (no single hot row): a posting lands on one stripe with room.
   `CREATE TABLE clearing_machinery_balances (
      account text NOT NULL REFERENCES clearing_accounts (id),
-     stripe integer NOT NULL CHECK (stripe >= 0 AND stripe < ${MACHINERY_STRIPES}),
+     stripe integer NOT NULL CHECK (stripe >= 0 AND stripe < 8),
      balance bigint NOT NULL DEFAULT 0,
      PRIMARY KEY (account, stripe)
    )`,
   `INSERT INTO clearing_machinery_balances (account, stripe)
-   SELECT a.id, s FROM clearing_accounts a, generate_series(0, ${MACHINERY_STRIPES - 1}) s WHERE a.kind <> 'holder'`,
+   SELECT a.id, s FROM clearing_accounts a, generate_series(0, 7) s WHERE a.kind <> 'holder'`,
   `UPDATE clearing_machinery_balances m SET balance = (SELECT coalesce(sum(delta), 0) FROM clearing_postings p WHERE p.account = m.account)
     WHERE m.stripe = 0`,
   // The balance bound (issue 8 item 1.6): a posting that carries an account further beyond its bound is refused.
-  postingTriggerSql(false),
+  `CREATE OR REPLACE FUNCTION clearing_apply_posting() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE new_balance bigint; done boolean; left_over bigint; stripe_balance bigint; portion bigint;
+   BEGIN
+     IF NEW.account LIKE 'external:%' OR NEW.account LIKE 'platform:%' THEN
+       -- Fast path: the session's own stripe takes the whole posting.
+       UPDATE clearing_machinery_balances SET balance = balance + NEW.delta
+        WHERE account = NEW.account AND stripe = pg_backend_pid() % 8
+          AND (abs(balance + NEW.delta) <= 375000000000000 OR abs(balance + NEW.delta) <= abs(balance))
+       RETURNING true INTO done;
+       IF done THEN RETURN NULL; END IF;
+       -- Spill-over: fill the stripes in stripe order; refused when they cannot take it all (the subtransaction undoes the rest).
+       left_over := NEW.delta;
+       FOR i IN 0..7 LOOP
+         SELECT balance INTO stripe_balance FROM clearing_machinery_balances WHERE account = NEW.account AND stripe = i FOR UPDATE;
+         portion := CASE WHEN left_over > 0 THEN least(left_over, greatest(375000000000000 - stripe_balance, 0))
+                         ELSE greatest(left_over, least(-375000000000000 - stripe_balance, 0)) END;
+         IF portion <> 0 THEN
+           UPDATE clearing_machinery_balances SET balance = balance + portion WHERE account = NEW.account AND stripe = i;
+           left_over := left_over - portion;
+         END IF;
+         EXIT WHEN left_over = 0;
+       END LOOP;
+       IF left_over <> 0 THEN
+         RAISE EXCEPTION 'balance bound' USING ERRCODE = 'H1460', DETAIL = jsonb_build_object('account', NEW.account, 'delta', NEW.delta,
+           'balance', (SELECT sum(balance) FROM clearing_machinery_balances WHERE account = NEW.account) - (NEW.delta - left_over),
+           'bound', 3000000000000000)::text;
+       END IF;
+       RETURN NULL;
+     END IF;
+     UPDATE clearing_accounts SET balance = balance + NEW.delta WHERE id = NEW.account AND kind = 'holder' RETURNING balance INTO new_balance;
+     IF abs(new_balance) > 3000000000000000 AND abs(new_balance) > abs(new_balance - NEW.delta) THEN
+       RAISE EXCEPTION 'balance bound' USING ERRCODE = 'H1460', DETAIL = jsonb_build_object('account', NEW.account, 'delta', NEW.delta,
+         'balance', new_balance - NEW.delta, 'bound', 3000000000000000)::text;
+     END IF;
+     RETURN NULL;
+   END $$`,
 ];
 
 /** Creates the write-path functions and puts the balance bound into the posting trigger. */

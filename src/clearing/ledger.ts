@@ -104,8 +104,9 @@ export async function expireHolds(trx: Knex | Knex.Transaction, account?: string
 
 /**
  * The one statement of read-balance (§6.2): the account's kind, its balance (a holder's row, or
- * the sum of a machinery account's stripes, `bounds.ts`) and what its open holds still reserve.
- * A hold whose window has closed never counts, released yet or not (§6.15), so the read writes nothing.
+ * the sum of a machinery account's stripes, `sql/clearing_apply_posting.sql`) and what its open
+ * holds still reserve. A hold whose window has closed never counts, released yet or not (§6.15),
+ * so the read writes nothing.
  */
 export const FIGURES_SQL: FixedStatement = {
   name: 'holon_clearing_figures',

@@ -1,5 +1,5 @@
 /**
- * The refusals the write path's database functions raise (migrations/005_clearing_write_path.ts),
+ * The refusals the write path's database functions raise (`src/clearing/sql/`),
  * as clearing-contract §7 errors. A function raises a SQLSTATE of class `H1` with a JSON detail
  * naming the figures; this table turns each into the §7.2 code and the §7.4 sentence, so the
  * sentences live in one place and read the same on every door.

@@ -1,6 +1,6 @@
 /**
  * The reference binding's write path (issue 12 §1): every value-moving request is one call of
- * the database function `clearing_apply` (migrations/005_clearing_write_path.ts) as fixed SQL on
+ * the database function `clearing_apply` (`src/clearing/sql/clearing_apply.sql`) as fixed SQL on
  * a raw driver connection from the knex pool (`src/db/raw-sql.ts`), the same text on both engines.
  *
  * Group commit: while a batch is at the database, requests arriving within `window_ms` of the

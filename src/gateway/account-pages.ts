@@ -11,9 +11,6 @@ import { ClearingRefused, ClearingUnreachable, type ClearingPort } from './clear
 /** Accounts per page when `limit` is not given. */
 export const DEFAULT_ACCOUNTS_PAGE = 100;
 
-/** The most accounts one page may ask for. */
-export const MAX_ACCOUNTS_PAGE = 500;
-
 /** An account as listed: the name the API shows (`holon`) and the binding's account behind it (`platform:fees`). */
 export interface ListedAccount {
   name: string;

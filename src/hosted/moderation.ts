@@ -12,12 +12,6 @@ import { HttpError } from '../http/errors.ts';
 import type { Registry } from '../gateway/registry.ts';
 import { yankInTransaction, type PublicationView } from './publish.ts';
 
-/** The most accounts `GET /v0/admin/accounts` answers at once (its `limit`, default 50). */
-export const MAX_ACCOUNT_ROWS = 500;
-
-/** The most log entries `GET /v0/admin/log` answers at once (its `limit`, default 100). */
-export const MAX_LOG_ROWS = 500;
-
 /** What moderation needs. */
 export interface ModerationDeps {
   db: Knex;

@@ -36,9 +36,6 @@ import type { HostedSettings } from './settings.ts';
 /** The most versions one account may publish, yanked ones included: 1,000. */
 export const MAX_VERSIONS_PER_ACCOUNT = 1000;
 
-/** The longest yank reason, in characters. */
-export const MAX_REASON_CHARS = 1000;
-
 /** A version just listed, as {@link PublishDeps.onPublished} receives it. */
 export interface PublishedVersion {
   /** `ns/name@x.y.z`. */

@@ -2,10 +2,12 @@
  * Opening the database brings its schema up to date (`src/db/index.ts`). Several gateway
  * processes may start at once on one empty Postgres (issue 12 §4): each must come up with the
  * whole schema, none refused because another is migrating. (On PGlite a directory has one
- * process, so there is no race to test.)
+ * process, so there is no race to test.) A migration is frozen history (issue 25 item 2): it
+ * imports nothing of `src/` nor another migration, so what it runs never changes after it ran.
  */
 import assert from 'node:assert/strict';
-import { rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/index.ts';
@@ -47,4 +49,19 @@ test('a process waits for another one migrating at most migrationWaitS, then fai
     await other.end();
     await rm(store.db, { recursive: true, force: true });
   }
+});
+
+test('a migration imports only packages: nothing of src/ and no other migration (only index.ts lists them)', async () => {
+  const dir = path.resolve(import.meta.dirname, '../../migrations');
+  const names = (await readdir(dir)).filter((name) => /^\d{3}_.*\.ts$/.test(name));
+  assert.equal(names.length, (await migrationSource.getMigrations([])).length);
+  const relative: string[] = [];
+  for (const name of names) {
+    const text = await readFile(path.join(dir, name), 'utf8');
+    for (const [, from] of text.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'/gm)) {
+      if (from.startsWith('.') || from.startsWith('/')) relative.push(`${name} imports ${from}`);
+    }
+    for (const [, from] of text.matchAll(/\bimport\(\s*'([^']+)'/g)) relative.push(`${name} imports ${from} dynamically`);
+  }
+  assert.deepEqual(relative, []);
 });

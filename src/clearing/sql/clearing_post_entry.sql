@@ -1,0 +1,21 @@
+-- Appends one entry and its non-zero postings (in the order given), or nothing when its id is
+-- stored; answers whether it did. One INSERT … ON CONFLICT (txn_id) DO NOTHING looks the id up and
+-- inserts at once: a concurrent first use of the id waits for the other and finds it stored,
+-- instead of failing with a unique violation and running again (migration 014). The postings'
+-- zero-sum check runs at commit (clearing_check_balanced.sql).
+--
+-- Created by migration 014; unchanged since.
+CREATE OR REPLACE FUNCTION clearing_post_entry(o jsonb) RETURNS boolean LANGUAGE plpgsql AS $$
+   BEGIN
+     INSERT INTO clearing_transactions (txn_id, door, account, amount, terms, reverses, hold_id, reason, actor, ref, memo, simulated)
+     VALUES (o->>'txn_id', o->>'door', o->>'account', (o->>'amount')::bigint, o->'terms', o->>'reverses', o->>'hold_id',
+             o->>'reason', o->>'actor', o->>'ref', o->>'memo', coalesce((o->>'simulated')::boolean, false))
+     ON CONFLICT (txn_id) DO NOTHING;
+     IF NOT FOUND THEN RETURN false; END IF;
+     INSERT INTO clearing_postings (txn_id, account, delta, kind)
+     SELECT o->>'txn_id', p->>'account', (p->>'delta')::bigint, p->>'kind'
+       FROM jsonb_array_elements(o->'postings') WITH ORDINALITY AS x(p, n)
+      WHERE (p->>'delta')::bigint <> 0
+      ORDER BY n;
+     RETURN true;
+   END $$;
