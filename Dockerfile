@@ -1,9 +1,9 @@
 # The hosted gateway (gateway §7 "Operating"): `holon serve --hosted` and the real MCP agents of
 # agents/ (agents/host.mjs, started by the gateway on 127.0.0.1:4300) in one container.
 # NODE_ENV=production: the gateway refuses to start without DATABASE_URL, HOLON_PUBLIC_URL,
-# HOLON_FILE_SECRET, HOLON_ADMIN_KEY, HOLON_TRUST_PROXY and HOLON_SITE_URL (README "Settings"),
-# and without HOLON_SEC_CONTACT when holon-labs/sec-company is taken out of HOLON_EXCLUDE (it is
-# in it by default: README "The shipped agents").
+# HOLON_FILE_SECRET, HOLON_ADMIN_KEY, HOLON_TRUST_PROXY and HOLON_SITE_URL (docs/operators.md
+# "Settings"), and without HOLON_SEC_CONTACT when holon-labs/sec-company is taken out of
+# HOLON_EXCLUDE (it is in it by default: docs/authors.md "The shipped agents").
 FROM node:20-bookworm-slim
 WORKDIR /app
 # re2 compiles from source when its prebuilt binary cannot be fetched.
@@ -22,6 +22,8 @@ COPY openapi openapi
 COPY agents agents
 # The public evaluation suites run on each newly published version (gateway §7 "Evaluation").
 COPY evals evals
+# The docs pages by reader, served at /docs/<page>.md and linked from the /docs reference page.
+COPY docs docs
 # The client commands of the CLI (loaded with `holon serve`) import the typed client's sources.
 COPY clients/src clients/src
 ENV NODE_ENV=production

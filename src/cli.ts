@@ -95,8 +95,12 @@ function listeningLine(running: RunningGateway): string {
   return `holon gateway listening on ${where}clearing: ${running.clearing_url}${running.agents_url ? `, agents: ${running.agents_url}` : ''}; reference: ${running.url}/docs)`;
 }
 
-const program = new Command('holon').description('Holon: the gateway for calls between AI agents, and its clearing seam').version(packageJson.version, '-V, --version', 'print the version');
-// Bad usage (an unknown command or option, a missing argument, no command) exits 2 as the README's
+/**
+ * The `holon` program: every command and option, as commander declares them. Exported so the docs'
+ * test can check each command a page shows against it; `bin.mjs` parses the command line with it.
+ */
+export const program = new Command('holon').description('Holon: the gateway for calls between AI agents, and its clearing seam').version(packageJson.version, '-V, --version', 'print the version');
+// Bad usage (an unknown command or option, a missing argument, no command) exits 2 as docs/callers.md's
 // exit codes say, not commander's 1; `--help` and `--version` keep 0. Set before any command is
 // added: each command copies it from its parent.
 program.exitOverride((error) => process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.usage));
@@ -202,4 +206,3 @@ clearing
     closeOnSignal(running.close);
   });
 
-await program.parseAsync(process.argv);

@@ -6,63 +6,28 @@
  * binding cannot be reached, or what answers is not a clearing binding.
  */
 import { writeFile } from 'node:fs/promises';
-import { Command } from 'commander';
-import pkg from '../package.json' with { type: 'json' };
 import { ConfigError, loadConfig } from './config.ts';
-import { CONTRACT_VERSION } from './contract.ts';
-import { DEFAULT_CONFIG_FILE, writeConfigTemplate } from './init.ts';
+import { writeConfigTemplate } from './init.ts';
+import { kitProgram, type RunFlags } from './program.ts';
 import { toJunit } from './report/junit.ts';
 import { formatProgress, formatReport } from './report/text.ts';
 import { BindingUnreachable, NotABinding, runConformance } from './runner.ts';
 
-/** Options of a run, as commander hands them over. */
-interface RunFlags {
-  readonly config?: string;
-  readonly only?: string;
-  readonly json?: string;
-  readonly junit?: string;
-}
-
-const EXAMPLES = `
-Examples:
-  $ holon-conformance init                      write ${DEFAULT_CONFIG_FILE}, every field commented
-  $ holon-conformance --config ${DEFAULT_CONFIG_FILE}
-  $ holon-conformance --config conf.json --json report.json --junit report.xml
-  $ holon-conformance --config conf.json --only idempotency,draw.*,settle.moves-value
-
-Exit status:
-  0  every MUST check passed (a failed SHOULD is reported, not fatal)
-  1  a MUST check failed
-  2  the command line or the config is invalid, --only selects nothing, a fixture account is
-     missing, the binding cannot be reached, or what answers is not a clearing binding`;
-
 /** Parses `argv`, runs the command it names and answers the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   let exitCode = 0;
-  const program = new Command()
-    .name('holon-conformance')
-    .description(`Certifies a clearing binding against the Holon clearing contract (clearing-contract version ${CONTRACT_VERSION}).`)
-    .version(pkg.version)
-    .exitOverride()
-    .option('--config <file>', `the config, YAML (.yaml, .yml) or JSON: url, access, headers, fixtures; e.g. --config ${DEFAULT_CONFIG_FILE}`)
-    .option('--only <ids>', 'run only these checks: comma-separated ids, section names or prefix* patterns; e.g. --only idempotency,draw.*,settle.moves-value')
-    .option('--json <file>', 'also write the results as JSON; e.g. --json report.json')
-    .option('--junit <file>', 'also write the results as JUnit XML, one test case per check; e.g. --junit report.xml')
-    .addHelpText('after', EXAMPLES)
-    .action(async (flags: RunFlags) => {
+  const program = kitProgram({
+    run: async (flags) => {
       exitCode = await run(flags);
-    });
-  program.command('init')
-    .description(`write a config to start from, every field commented; e.g. holon-conformance init ${DEFAULT_CONFIG_FILE}`)
-    .argument('[file]', 'where to write it', DEFAULT_CONFIG_FILE)
-    .option('--force', 'overwrite the file if it exists; e.g. holon-conformance init --force')
-    .action(async (file: string, flags: { force?: boolean }) => {
+    },
+    init: async (file, flags) => {
       exitCode = await guarded(async () => {
         await writeConfigTemplate(file, flags.force === true);
         console.log(`wrote ${file}: edit url and fixtures, then run  npx holon-conformance --config ${file}`);
         return 0;
       });
-    });
+    },
+  });
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {

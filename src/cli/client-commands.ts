@@ -12,7 +12,7 @@ import { httpUrl } from './preflight.ts';
 import { parseYamlDocument } from '../contracts/yaml-document.ts';
 import type { Manifest } from '../../clients/src/index.ts';
 
-/** Exit codes of the client commands (README "Exit codes"). */
+/** Exit codes of the client commands (docs/callers.md, "Exit codes of the client commands"). */
 export const EXIT = {
   ok: 0,
   /** The gateway refused: a non-2xx answer, its body printed. */

@@ -22,7 +22,7 @@ export const MICROS_PER_UNIT = 1_000_000;
  * (10^15 − 1), what a decimal of at most 9 integer digits and 6 decimals can say. Every amount
  * of `openapi/clearing.yaml` has it as `maximum`; every money string of the gateway (manifests,
  * mandates, `max_cost`) is parsed against it. Chosen with {@link MAX_BALANCE_MICROS} so that no
- * figure the binding or the gateway computes leaves the safe integer range (README "Bounds").
+ * figure the binding or the gateway computes leaves the safe integer range (docs/bounds.md).
  */
 export const MAX_AMOUNT_MICROS = 999_999_999_999_999;
 

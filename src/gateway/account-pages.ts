@@ -2,7 +2,7 @@
  * Pages of `GET /v0/accounts` (gateway §5, §7 "see all balances"): accounts in name order, `limit`
  * at a time, each page starting after the previous page's last name (`cursor`), so a page costs
  * `limit` balance reads however many accounts exist. The bounds are the OpenAPI document's
- * (README "Bounds"). Names compare by code point (as Postgres's `COLLATE "C"` does).
+ * (docs/bounds.md). Names compare by code point (as Postgres's `COLLATE "C"` does).
  */
 import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';

@@ -57,7 +57,7 @@ export interface RetryPolicy {
 /** The default: 1 s, 2 s, 4 s … capped at 10 minutes, abandoned after 20 attempts (about two hours). */
 export const DEFAULT_RETRY: RetryPolicy = { base_ms: 1_000, max_ms: 600_000, max_attempts: 20 };
 
-/** How the outbox posts; every field is a bound, documented in the README ("Bounds"). */
+/** How the outbox posts; every field is a bound, documented in docs/bounds.md. */
 export interface OutboxSettings {
   retry: RetryPolicy;
   /** How often the retry path looks for due intents, in ms. */

@@ -4,7 +4,7 @@
  * line without a stack trace; `holon clearing serve` does not collide with a dev gateway's own
  * binding directory; one log line per request (method, path, status, ms, receipt id); the
  * agents host's lines reach the gateway's log prefixed; `HOLON_LOG_LEVEL` is checked; `npm start`
- * starts the gateway; every environment variable the code reads is in the README's table. And
+ * starts the gateway; every environment variable the code reads is in the table of docs/operators.md. And
  * issue 26: a hosted gateway starts beside a running dev gateway (the agents host takes a free port
  * when none was asked for; an agents port asked for and taken is one line, exit 1), its start line
  * names the address it listens on, and `--clearing-url` sends its settlements to that binding.
@@ -171,9 +171,9 @@ test('npm start starts the gateway', () => {
   assert.equal(packageJson.scripts.start, 'node src/bin.mjs serve');
 });
 
-test('every environment variable the code reads is in the README table', async () => {
-  const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('## Environment variables'));
+test('every environment variable the code reads is in the table of docs/operators.md', async () => {
+  const page = await readFile(path.join(ROOT, 'docs', 'operators.md'), 'utf8');
+  const table = page.slice(page.indexOf('## Environment variables'));
   const names = new Set<string>();
   for (const dir of ['src', 'agents', 'clients/src']) {
     for (const file of await readdir(path.join(ROOT, dir), { recursive: true })) {
@@ -204,7 +204,7 @@ describe('a hosted gateway beside a running dev gateway (issue 26)', () => {
     binding = await startClearingServer({ target, port: 0, logger: pino({ level: 'silent' }) });
     const [dev_store, hosted_store] = [await freshStore(), await freshStore()];
     [dev_port, hosted_port] = [await closedPort(), await closedPort()];
-    // As the README's first section runs it: no --agents-port.
+    // As the README's fresh-machine command runs it: no --agents-port.
     dev = await serving(['serve', '--port', String(dev_port), '--db', dev_store.db], { ...base, DATABASE_URL: dev_store.database_url });
     hosted = await serving(
       ['serve', '--hosted', '--port', String(hosted_port), '--host', '0.0.0.0', '--db', hosted_store.db, '--clearing-url', binding.url],

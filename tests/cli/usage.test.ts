@@ -1,5 +1,5 @@
 /**
- * Bad usage of the command line exits 2 (README "Exit codes", issue 26): an unknown command, an
+ * Bad usage of the command line exits 2 (docs/callers.md "Exit codes", issue 26): an unknown command, an
  * unknown option, a missing argument or required option, and no command at all, each with
  * commander's one line on stderr; `--help` and `--version` still exit 0. None of these needs a
  * gateway: they are refused before any command runs.

@@ -1,6 +1,6 @@
 /**
  * Operating the hosted gateway (gateway §7 "Operating"): structured request logs that never
- * carry a key or an input, and the Dockerfile: every path it copies exists, every package the
+ * carry a key or an input, and the Dockerfile: every path it copies exists (the docs pages included), every package the
  * copied code imports is installed by its `npm ci --omit=dev`, and its command, run from exactly
  * the files it copies with its environment, starts the hosted gateway and the shipped agents (a
  * `docker build` is not run here: the machines running the suite have no Docker daemon).
@@ -162,6 +162,10 @@ describe('the Dockerfile (gateway §7 "Operating")', () => {
         const tried = await fetch(`${url}/v0/demo/holon-labs/csv-profile`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ csv: 'a,b\n1,2\n' }) });
         assert.equal(tried.status, 200, await tried.clone().text());
         assert.equal(((await tried.json()) as { output: { rows: number } }).output.rows, 1);
+        // The docs pages ship in the image: /docs links them and serves each from the copied docs/.
+        const operators = await fetch(`${url}/docs/operators.md`);
+        assert.equal(operators.status, 200);
+        assert.equal(await operators.text(), readFileSync(path.join(ROOT, 'docs', 'operators.md'), 'utf8'));
       } finally {
         child.kill('SIGTERM');
         await exited;

@@ -3,15 +3,16 @@
  * reference binding answers the bundled document; `GET /docs` on the gateway is a reference page
  * whose every script and stylesheet comes from the gateway itself, under a same-origin
  * Content-Security-Policy, and the bundled renderer names no other origin to load from except
- * Redocly's footer logo, which that policy blocks.
+ * Redocly's footer logo, which that policy blocks. The page links every docs page by reader
+ * (issue 25 §5), and the gateway serves each as it is in `docs/`, as Markdown.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
 import clearingDocument from '../../generated/clearing/openapi.json' with { type: 'json' };
-import { DOCS_CSP } from '../../src/http/docs.ts';
+import { DOCS_CSP, DOCS_DIR } from '../../src/http/docs.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { useTestBinding } from '../helpers/clearing.ts';
 
@@ -76,10 +77,44 @@ test('the policy names no other origin, and the bundle loads nothing from one bu
   assert.equal(/fonts\.(googleapis|gstatic)\.com/.test(bundle), false, 'no web font is fetched');
 });
 
+test('GET /docs links every docs page by its title, and nothing else, in file name order', async () => {
+  const html = await (await fetch(`${gw.running.url}/docs`)).text();
+  const links = [...html.matchAll(/<a href="([^"]+)">([^<]*)<\/a>/g)].map(([, href, title]) => `${href} ${title}`);
+  const files = (await readdir(DOCS_DIR)).filter((file) => file.endsWith('.md')).sort();
+  assert.ok(files.includes('operators.md') && files.includes('callers.md') && files.includes('traceability.md'), files.join(', '));
+  const expected = await Promise.all(files.map(async (file) => `/docs/${file} ${/^# (.+)$/m.exec(await readFile(new URL(file, DOCS_DIR), 'utf8'))![1]}`));
+  assert.deepEqual(links, expected);
+  assert.ok(links.includes('/docs/operators.md Operators'), links.join('\n'));
+  assert.ok(html.indexOf('<nav') < html.indexOf('<div id="reference">'), 'the links come before the reference');
+});
+
+test('GET /docs/<page>.md answers the page as it is in docs/, as Markdown, under the same policy', async () => {
+  for (const file of ['operators.md', 'callers.md', 'binding-teams.md', 'authors.md', 'decisions.md', 'traceability.md']) {
+    const response = await fetch(`${gw.running.url}/docs/${file}`);
+    assert.equal(response.status, 200, file);
+    assert.equal(response.headers.get('content-type'), 'text/markdown; charset=utf-8');
+    assert.equal(response.headers.get('content-security-policy'), DOCS_CSP);
+    assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(await response.text(), await readFile(new URL(file, DOCS_DIR), 'utf8'), file);
+  }
+  const head = await fetch(`${gw.running.url}/docs/operators.md`, { method: 'HEAD' });
+  assert.equal(head.status, 200);
+});
+
+test('only the pages of docs/ are served: another name, another folder or a way out of it answers 404', async () => {
+  for (const at of ['/docs/nothing.md', '/docs/README.md', '/docs/..%2Fpackage.json', '/docs/../README.md', '/docs/%2e%2e/README.md', '/docs/operators.md.bak', '/docs/Operators.md']) {
+    const response = await fetch(`${gw.running.url}${at}`);
+    assert.equal(response.status, 404, at);
+    assert.notEqual(response.headers.get('content-type'), 'text/markdown; charset=utf-8', at);
+  }
+});
+
 test('/docs is the gateway\'s alone: the binding answers it with no_such_route', async () => {
-  const response = await binding.http.get('/docs');
-  assert.equal(response.status, 404);
-  assert.equal(response.body.code, 'no_such_route');
+  for (const at of ['/docs', '/docs/operators.md']) {
+    const response = await binding.http.get(at);
+    assert.equal(response.status, 404, at);
+    assert.equal(response.body.code, 'no_such_route', at);
+  }
 });
 
 /** Every address the document refers to: a `$ref` outside itself, a Markdown link, a JSON file named in a description (`x.schema.json`), each but fragments. */

@@ -213,7 +213,7 @@ test('sign in with GitHub, approve a held call, watch its receipt tree, create a
   const refused = await hosted.http.get('/v0/me').set('authorization', `Bearer ${agentKey}`);
   assert.deepEqual([refused.status, refused.body.code], [401, 'invalid_key']);
 
-  // The same view on a wider screen (the README's screenshot is a copy of this one).
+  // The same view on a wider screen (the screenshot in docs/console.md is a copy of this one).
   await page.setViewportSize({ width: 1024, height: 768 });
   await open('Receipts', 'Receipts');
   await page.screenshot({ path: path.join(ARTIFACTS, '6-receipts-wide.png'), fullPage: true });

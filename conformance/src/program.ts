@@ -1,0 +1,58 @@
+/**
+ * The kit's command line as a declaration: `holon-conformance [--config FILE] [--only IDS]
+ * [--json FILE] [--junit FILE]` and `holon-conformance init [FILE] [--force]`, with their help
+ * text. What each command does is handed in (`cli.ts` runs the kit), so the docs' test can read
+ * every command and option without running anything.
+ */
+import { Command } from 'commander';
+import pkg from '../package.json' with { type: 'json' };
+import { CONTRACT_VERSION } from './contract.ts';
+import { DEFAULT_CONFIG_FILE } from './init.ts';
+
+/** Options of a run, as commander hands them over. */
+export interface RunFlags {
+  readonly config?: string;
+  readonly only?: string;
+  readonly json?: string;
+  readonly junit?: string;
+}
+
+/** What the commands do: `run` for the kit itself, `init` for `holon-conformance init [file]`. */
+export interface KitActions {
+  readonly run: (flags: RunFlags) => Promise<void>;
+  readonly init: (file: string, flags: { force?: boolean }) => Promise<void>;
+}
+
+const EXAMPLES = `
+Examples:
+  $ holon-conformance init                      write ${DEFAULT_CONFIG_FILE}, every field commented
+  $ holon-conformance --config ${DEFAULT_CONFIG_FILE}
+  $ holon-conformance --config conf.json --json report.json --junit report.xml
+  $ holon-conformance --config conf.json --only idempotency,draw.*,settle.moves-value
+
+Exit status:
+  0  every MUST check passed (a failed SHOULD is reported, not fatal)
+  1  a MUST check failed
+  2  the command line or the config is invalid, --only selects nothing, a fixture account is
+     missing, the binding cannot be reached, or what answers is not a clearing binding`;
+
+/** The `holon-conformance` program (commander, errors thrown rather than exiting), its commands running `actions`. */
+export function kitProgram(actions: KitActions): Command {
+  const program = new Command()
+    .name('holon-conformance')
+    .description(`Certifies a clearing binding against the Holon clearing contract (clearing-contract version ${CONTRACT_VERSION}).`)
+    .version(pkg.version)
+    .exitOverride()
+    .option('--config <file>', `the config, YAML (.yaml, .yml) or JSON: url, access, headers, fixtures; e.g. --config ${DEFAULT_CONFIG_FILE}`)
+    .option('--only <ids>', 'run only these checks: comma-separated ids, section names or prefix* patterns; e.g. --only idempotency,draw.*,settle.moves-value')
+    .option('--json <file>', 'also write the results as JSON; e.g. --json report.json')
+    .option('--junit <file>', 'also write the results as JUnit XML, one test case per check; e.g. --junit report.xml')
+    .addHelpText('after', EXAMPLES)
+    .action(actions.run);
+  program.command('init')
+    .description(`write a config to start from, every field commented; e.g. holon-conformance init ${DEFAULT_CONFIG_FILE}`)
+    .argument('[file]', 'where to write it', DEFAULT_CONFIG_FILE)
+    .option('--force', 'overwrite the file if it exists; e.g. holon-conformance init --force')
+    .action(actions.init);
+  return program;
+}
