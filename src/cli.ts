@@ -14,7 +14,7 @@ import packageJson from '../package.json' with { type: 'json' };
 import { addClientCommands, EXIT } from './cli/client-commands.ts';
 import { assertAgentsPortFree, assertPortFree, httpUrl } from './cli/preflight.ts';
 import type { RunningGateway } from './gateway/server.ts';
-import type { Store } from './hosted/backup.ts';
+import type { Store } from './backup/backup.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
 function closeOnSignal(close: () => Promise<void>): void {
@@ -152,7 +152,7 @@ async function onStores(command: string, db: string, check: () => Promise<unknow
   } catch (error) {
     return refuse(error);
   }
-  const { openStores } = await import('./hosted/backup.ts');
+  const { openStores } = await import('./backup/backup.ts');
   const { stores, close } = await starting('the database', null, () => openStores(db));
   try {
     process.stdout.write(`${await work(stores)}\n`);
@@ -171,7 +171,7 @@ program
   .requiredOption('--out <file>', 'the file to write (must not exist)')
   .option(...dbOption)
   .action(async (opts: { out: string; db: string }) => {
-    const { backup, checkBackupOut } = await import('./hosted/backup.ts');
+    const { backup, checkBackupOut } = await import('./backup/backup.ts');
     await onStores('backup', opts.db, () => checkBackupOut(opts.out), async (stores) => `backed up ${await backup(stores, opts.out)} rows to ${opts.out}`);
   });
 
@@ -181,7 +181,7 @@ program
   .requiredOption('--in <file>', 'the backup file')
   .option(...dbOption)
   .action(async (opts: { in: string; db: string }) => {
-    const { checkBackupIn, restore } = await import('./hosted/backup.ts');
+    const { checkBackupIn, restore } = await import('./backup/backup.ts');
     await onStores('restore', opts.db, () => checkBackupIn(opts.in), async (stores) => `restored ${await restore(stores, opts.in)} rows from ${opts.in}`);
   });
 
