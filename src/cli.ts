@@ -13,7 +13,7 @@ import pino, { type Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
 import { addClientCommands, EXIT } from './cli/client-commands.ts';
 import { assertAgentsPortFree, assertPortFree, httpUrl } from './cli/preflight.ts';
-import type { RunningGateway } from './gateway/server.ts';
+import type { RunningGateway } from './serve/gateway.ts';
 import type { Store } from './backup/backup.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
@@ -119,16 +119,16 @@ program
     const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
     const running = await starting('the gateway', port, async () => {
       const logger = serverLogger();
-      const { agentsPortFromEnv } = await import('./gateway/server.ts');
+      const { agentsPortFromEnv } = await import('./agents-host/port.ts');
       // An agents port someone asked for is checked like --port; with none, the gateway takes 4300 when free, else a free one.
       const agents_host_port = option_port ?? agentsPortFromEnv() ?? undefined;
       if (agents_host_port !== undefined) await assertAgentsPortFree(agents_host_port, option_port === undefined ? 'HOLON_AGENTS_PORT' : '--agents-port');
       if (opts.hosted) {
-        const { startHostedGateway } = await import('./hosted/server.ts');
+        const { startHostedGateway } = await import('./serve/hosted.ts');
         return startHostedGateway({ port, host, db: opts.db, clearing_url, allowed_hosts, agents_host_port, logger });
       }
-      const { startGateway } = await import('./gateway/server.ts');
-      return startGateway({ port, db: opts.db, clearing_url, host, allowed_hosts, agents_host_port, logger });
+      const { startDevGateway } = await import('./serve/dev.ts');
+      return startDevGateway({ port, db: opts.db, clearing_url, host, allowed_hosts, agents_host_port, logger });
     });
     process.stdout.write(`${listeningLine(running)}\n`);
     closeOnSignal(running.close);
