@@ -137,7 +137,7 @@ async function shutdown() {
 }
 for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void shutdown());
 // Started by a gateway with an IPC channel: the channel closes when the gateway dies, however it
-// dies (kill -9 included), and the host goes with it, freeing its port (see src/gateway/agents-host.ts).
+// dies (kill -9 included), and the host goes with it, freeing its port (see src/agents-host/host.ts).
 if (process.channel) {
   process.once('disconnect', () => void shutdown());
   process.channel.unref();

@@ -13,8 +13,8 @@ import pino, { type Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
 import { addClientCommands, EXIT } from './cli/client-commands.ts';
 import { assertAgentsPortFree, assertPortFree, httpUrl } from './cli/preflight.ts';
-import type { RunningGateway } from './gateway/server.ts';
-import type { Store } from './hosted/backup.ts';
+import type { RunningGateway } from './serve/gateway.ts';
+import type { Store } from './backup/backup.ts';
 
 /** Waits for SIGINT or SIGTERM, then runs `close` once and exits. */
 function closeOnSignal(close: () => Promise<void>): void {
@@ -123,16 +123,16 @@ program
     const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
     const running = await starting('the gateway', port, async () => {
       const logger = serverLogger();
-      const { agentsPortFromEnv } = await import('./gateway/server.ts');
+      const { agentsPortFromEnv } = await import('./agents-host/port.ts');
       // An agents port someone asked for is checked like --port; with none, the gateway takes 4300 when free, else a free one.
       const agents_host_port = option_port ?? agentsPortFromEnv() ?? undefined;
       if (agents_host_port !== undefined) await assertAgentsPortFree(agents_host_port, option_port === undefined ? 'HOLON_AGENTS_PORT' : '--agents-port');
       if (opts.hosted) {
-        const { startHostedGateway } = await import('./hosted/server.ts');
+        const { startHostedGateway } = await import('./serve/hosted.ts');
         return startHostedGateway({ port, host, db: opts.db, clearing_url, allowed_hosts, agents_host_port, logger });
       }
-      const { startGateway } = await import('./gateway/server.ts');
-      return startGateway({ port, db: opts.db, clearing_url, host, allowed_hosts, agents_host_port, logger });
+      const { startDevGateway } = await import('./serve/dev.ts');
+      return startDevGateway({ port, db: opts.db, clearing_url, host, allowed_hosts, agents_host_port, logger });
     });
     process.stdout.write(`${listeningLine(running)}\n`);
     closeOnSignal(running.close);
@@ -156,7 +156,7 @@ async function onStores(command: string, db: string, check: () => Promise<unknow
   } catch (error) {
     return refuse(error);
   }
-  const { openStores } = await import('./hosted/backup.ts');
+  const { openStores } = await import('./backup/backup.ts');
   const { stores, close } = await starting('the database', null, () => openStores(db));
   try {
     process.stdout.write(`${await work(stores)}\n`);
@@ -175,7 +175,7 @@ program
   .requiredOption('--out <file>', 'the file to write (must not exist)')
   .option(...dbOption)
   .action(async (opts: { out: string; db: string }) => {
-    const { backup, checkBackupOut } = await import('./hosted/backup.ts');
+    const { backup, checkBackupOut } = await import('./backup/backup.ts');
     await onStores('backup', opts.db, () => checkBackupOut(opts.out), async (stores) => `backed up ${await backup(stores, opts.out)} rows to ${opts.out}`);
   });
 
@@ -185,7 +185,7 @@ program
   .requiredOption('--in <file>', 'the backup file')
   .option(...dbOption)
   .action(async (opts: { in: string; db: string }) => {
-    const { checkBackupIn, restore } = await import('./hosted/backup.ts');
+    const { checkBackupIn, restore } = await import('./backup/backup.ts');
     await onStores('restore', opts.db, () => checkBackupIn(opts.in), async (stores) => `restored ${await restore(stores, opts.in)} rows from ${opts.in}`);
   });
 

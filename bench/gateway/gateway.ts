@@ -1,6 +1,6 @@
 /**
  * The gateway of the gateway benchmark, as its own process (so its CPU is counted apart): a
- * `startGateway` on `DATABASE_URL` (gateway and in-process reference binding alike) with only the
+ * `startDevGateway` on `DATABASE_URL` (gateway and in-process reference binding alike) with only the
  * benchmark's agent directory, no agents host. It then creates one payer, funded, and a mandate
  * it pays for, and prints one line of JSON: `{"url", "mandate"}`.
  *
@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { HttpClearingPort } from '../../src/gateway/clearing.ts';
 import { storeMandate } from '../../src/gateway/mandates.ts';
-import { startGateway } from '../../src/gateway/server.ts';
+import { startDevGateway } from '../../src/serve/dev.ts';
 
 /** What the payer is funded with, in micro-units (1,000,000 EUR: far more than a run spends). */
 const FUNDING_MICROS = 1_000_000_000_000;
@@ -19,7 +19,7 @@ const [portText, agentDir, dataDir] = process.argv.slice(2);
 const port = Number(portText);
 if (!Number.isInteger(port) || !agentDir || !dataDir) throw new Error('usage: gateway.ts <port> <agent_dir> <data_dir>');
 
-const running = await startGateway({ port, db: dataDir, agent_dirs: [agentDir], exclude: [], mandate_dir: path.join(dataDir, 'mandates'), agents_host_port: null });
+const running = await startDevGateway({ port, db: dataDir, agent_dirs: [agentDir], exclude: [], mandate_dir: path.join(dataDir, 'mandates'), agents_host_port: null });
 const payer = `bench-${randomBytes(4).toString('hex')}`;
 const clearing = new HttpClearingPort(running.clearing_url);
 await clearing.createAccount(payer);

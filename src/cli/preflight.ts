@@ -34,7 +34,7 @@ export async function assertPortFree(port: number, host = '127.0.0.1'): Promise<
 /**
  * Throws an Error with a one-line message when the agents host's port, asked for by `named_by`
  * (`--agents-port` or `HOLON_AGENTS_PORT`), is taken on 127.0.0.1, where the host listens: a
- * port someone asked for is never swapped for another (the default one is, `src/gateway/server.ts`).
+ * port someone asked for is never swapped for another (the default one is, `src/agents-host/port.ts`).
  */
 export async function assertAgentsPortFree(port: number, named_by: string): Promise<void> {
   if (!(await portTaken(port))) return;

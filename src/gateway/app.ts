@@ -1,8 +1,9 @@
 /**
  * The gateway's `/v0` API (gateway §5) as a Koa app: the generated operation table of
- * `openapi/gateway.yaml`, with these handlers, the MCP server at `/mcp`, and the document itself
- * at `/openapi.json` with its reference page at `/docs`, all behind the DNS-rebinding gate
- * (`src/http/host-gate.ts`). Errors are `{error, code}` bodies.
+ * `openapi/gateway.yaml` with these handlers, and the document itself at `/openapi.json` with its
+ * reference page at `/docs`, all behind the DNS-rebinding gate (`src/http/host-gate.ts`). Errors
+ * are `{error, code}` bodies. What a composition adds (the MCP server at `/mcp`, the hosted
+ * layer) comes in as extensions (`extension.ts`): the gateway imports nothing built above it.
  */
 import Koa from 'koa';
 import type { Knex } from 'knex';
@@ -10,19 +11,20 @@ import type { Logger } from 'pino';
 import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
 import { mandateSchema, manifestSchema } from '../contracts/schemas.ts';
-import { HttpError, invalidRequest } from '../http/errors.ts';
+import { HttpError } from '../http/errors.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
 import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
-import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
 import { balancesPage, DEFAULT_ACCOUNTS_PAGE, type ListedAccount } from './account-pages.ts';
 import { approvalOutcome, approvalView, pendingApprovals, readApproval } from './approvals.ts';
+import { answer, mandateRequired } from './call-answer.ts';
 import { searchAgents } from './catalogue.ts';
 import type { ClearingPort } from './clearing.ts';
 import { closeExpiredApprovals, decideApproval } from './decisions.ts';
-import type { CallResult, Gateway } from './lifecycle.ts';
+import type { GatewayAppExtension } from './extension.ts';
+import type { Gateway } from './lifecycle.ts';
 import { budgetOf, budgetView, loadMandate } from './mandates.ts';
 import type { Outbox } from './outbox.ts';
 import type { Registry } from './registry.ts';
@@ -38,58 +40,15 @@ export interface GatewayAppOptions {
   /** The clearing accounts `GET /v0/accounts` shows, by the name it shows them under. */
   accounts: () => Promise<ListedAccount[]>;
   currency: string;
-  /** The mandate the MCP server at `/mcp` calls under. */
-  mcp_mandate: string;
-  /** The DNS-rebinding gate of `/v0` and `/mcp`: the names this gateway answers to, and whether only loopback peers are served. */
+  /** The DNS-rebinding gate of every path but `/healthz`: the names this gateway answers to, and whether only loopback peers are served. */
   access: Pick<HostGateOptions, 'hosts' | 'loopback_peers_only'>;
   logger: Logger;
-  /** What a composition above the gateway adds (the hosted gateway, gateway §7); absent: the dev gateway. */
-  extension?: GatewayAppExtension;
+  /** What the compositions above the gateway add, in order (`extension.ts`): the hosted layer (gateway §7) when there is one, then the MCP server. */
+  extensions: readonly GatewayAppExtension[];
 }
 
-/**
- * Hooks a composition passes in, so the gateway never imports what is built above it:
- * middleware run before `/mcp` and the routes (e.g. resolving the principal), the handler table
- * built over the gateway's own (e.g. scoping each operation), and how `/mcp` binds a session.
- */
-export interface GatewayAppExtension {
-  middleware: Koa.Middleware[];
-  handlers(defaults: Record<string, MountedHandler>): Record<string, MountedHandler>;
-  mcp_session?: McpOptions['session'];
-  /** Called after an unexpected failure (answered 500) is logged, e.g. to stop the process when the database failed. */
-  onUnexpected?: (error: unknown) => void;
-  /**
-   * Restart recovery of what the composition keeps per call (issue 12 §4): called at start-up
-   * (`unowned`: also what no process claimed) and at every heartbeat with the dead processes' ids.
-   */
-  recover?: (dead: readonly number[], unowned: boolean) => Promise<unknown>;
-  /** Names the principal of a request in its log line (a key prefix, never a key). */
-  log_principal?: (ctx: Koa.Context) => string;
-  /** Web origins the DNS-rebinding gate lets through on some paths (`HostGateOptions.cross_origin`). */
-  cross_origin?: HostGateOptions['cross_origin'];
-}
-
-/**
- * 422 `invalid_request` for a call that names no mandate: `mandate` is optional in the document
- * only because a hosted agent key's calls run under its mandate (gateway §7 "Extra endpoints");
- * everywhere else there is no key to take it from.
- */
-export const mandateRequired = (): HttpError =>
-  invalidRequest('invalid request: body.mandate is required: name the mandate the call runs under (only an agent key may leave it out, its calls run under its mandate)');
-
-/** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`; `Retry-After` and `Server-Timing` when the result has them. */
-export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
-  ctx.status = result.http;
-  if (result.retry_after_s !== undefined) ctx.set('Retry-After', String(result.retry_after_s));
-  if (result.server_timing !== undefined) ctx.set('Server-Timing', result.server_timing);
-  const receipt = await gateway.tree(result.receipt);
-  if (result.http === 200) return { output: result.output, receipt };
-  if (result.http === 202) return { approval: approvalView(result.approval!, currency), receipt };
-  return { error: result.error!.message, code: result.error!.code, receipt };
-}
-
-/** Builds the gateway's Koa app; `close()` ends its MCP sessions. */
-export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(): Promise<void> } {
+/** Builds the gateway's Koa app. */
+export function createGatewayApp(options: GatewayAppOptions): Koa {
   const { db, gateway, registry, clearing, currency } = options;
   const answers = new ApprovalAnswers();
 
@@ -183,20 +142,21 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),
   };
 
+  const { extensions } = options;
   const app = new Koa();
-  app.use(requestLog(options.logger, options.extension?.log_principal));
+  app.use(requestLog(options.logger, extensions.find((extension) => extension.log_principal)?.log_principal));
   app.use(
     errorBodies('an unexpected failure inside the gateway; the details are in its log', (error, ctx) => {
       options.logger.error({ err: error, path: ctx.path }, 'unexpected failure');
-      options.extension?.onUnexpected?.(error);
+      for (const extension of extensions) extension.onUnexpected?.(error);
     }),
   );
-  app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths: ['/mcp'], cross_origin: options.extension?.cross_origin }));
+  const rpc_paths = extensions.flatMap((extension) => extension.rpc_paths ?? []);
+  app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths, cross_origin: extensions.find((extension) => extension.cross_origin)?.cross_origin }));
   // The schema files the document's description links to, as `openapi/` holds them (README "Contract first").
   app.use(servedDocuments(gatewayDocument, 'Holon gateway', { '/manifest.schema.json': manifestSchema, '/mandate.schema.json': mandateSchema }));
-  for (const middleware of options.extension?.middleware ?? []) app.use(middleware);
-  const mcp = mcpMiddleware({ db, gateway, registry, mandate: options.mcp_mandate, logger: options.logger, session: options.extension?.mcp_session });
-  app.use(mcp);
-  mountOperations(app, { table: operationTable, schemaDocument, handlers: options.extension ? options.extension.handlers(handlers) : handlers });
-  return { app, close: mcp.close };
+  for (const middleware of extensions.flatMap((extension) => extension.middleware ?? [])) app.use(middleware);
+  const table = extensions.reduce((built, extension) => extension.handlers?.(built) ?? built, handlers);
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: table });
+  return app;
 }

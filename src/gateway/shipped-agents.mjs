@@ -1,7 +1,8 @@
 /**
  * Which shipped agents are listed (gateway §7 "Operating", `HOLON_EXCLUDE` and
- * `HOLON_SEC_CONTACT`): one rule for the gateway, which lists them (`server.ts`), and for
- * `agents/host.mjs`, which serves them, so that an agent is listed exactly when it is served.
+ * `HOLON_SEC_CONTACT`): one rule for the gateway, which lists them (`src/serve/gateway.ts`),
+ * and for `agents/host.mjs`, which serves them, so that an agent is listed exactly when it is
+ * served.
  *
  * - `HOLON_EXCLUDE` (comma-separated agent ids) leaves agents out; unset, {@link DEFAULT_EXCLUDE}:
  *   `holon-labs/summarize` spends the operator's Anthropic credits, `holon-labs/sec-company` is

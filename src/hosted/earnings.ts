@@ -14,7 +14,7 @@ import { formatMoney, type Micros } from '../contracts/money.ts';
 import { int } from '../db/index.ts';
 import { publicationView, type PublicationView } from './publish.ts';
 
-/** What the author's view needs besides the database; both hooks are wired at the composition root. */
+/** What the author's view needs besides the database; both hooks are wired by the hosted layer (`extension.ts`). */
 export interface EarningsDeps {
   db: Knex;
   /** The evaluation results of `ns/name@x.y.z` (public cases in detail, hidden as pass/fail); none until the evaluation runner is wired. */

@@ -5,7 +5,7 @@
  * agent. The gateway core receives it as its `published` access; shipped agents never use it.
  */
 import type { Knex } from 'knex';
-import type { PublishedAccess } from '../gateway/server.ts';
+import type { PublishedAccess } from '../gateway/agent-access.ts';
 import { credentialKey, readCredential, type CredentialKey } from './credentials.ts';
 import { assertPublicEndpoint, guardedFetch, type EgressOptions } from './egress.ts';
 import type { HostedSettings } from './settings.ts';

@@ -14,7 +14,7 @@ import { readFile } from 'node:fs/promises';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { agentRef, type ListedAgent } from '../gateway/registry.ts';
-import type { AgentAccess } from '../gateway/server.ts';
+import type { AgentAccess } from '../gateway/agent-access.ts';
 import type { RunOutcome } from '../runtimes/types.ts';
 import type { FileLink } from '../runtimes/types.ts';
 import { casePasses, fixturesOf, loadSuite, replaceStrings, type EvalCase, type SuiteSource } from './eval-suites.ts';

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
-import { answer } from '../gateway/app.ts';
+import { answer } from '../gateway/call-answer.ts';
 import { approvalView, lockApproval } from '../gateway/approvals.ts';
 import type { CallOptions, CallRequest, CallResult, Gateway, ReceiptRecorder } from '../gateway/lifecycle.ts';
 import { readReceipt } from '../gateway/receipts.ts';

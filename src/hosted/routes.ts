@@ -10,7 +10,7 @@ import type { OperationId, OperationRequest } from '../../generated/gateway/serv
 import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
-import { mandateRequired } from '../gateway/app.ts';
+import { mandateRequired } from '../gateway/call-answer.ts';
 import { balancesPage, DEFAULT_ACCOUNTS_PAGE, readAccountBalance, type ListedAccount } from '../gateway/account-pages.ts';
 import { approvalView, lockApproval, pendingApprovals, type ApprovalRow } from '../gateway/approvals.ts';
 import type { ClearingPort } from '../gateway/clearing.ts';

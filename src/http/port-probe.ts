@@ -1,7 +1,7 @@
 /**
  * Whether a TCP port is already taken, found by trying to listen on it: the one question the
  * server commands' start-up checks (`src/cli/preflight.ts`) and the agents host's default port
- * (`src/gateway/server.ts`) ask before anything is opened.
+ * (`src/agents-host/port.ts`) ask before anything is opened.
  */
 import { createServer } from 'node:net';
 

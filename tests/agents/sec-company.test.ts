@@ -18,7 +18,7 @@ import supertest from 'supertest';
 import { createLimiter, LimiterFull } from '../../agents/sec-company/limiter.mjs';
 import { parseManifest } from '../../src/contracts/manifest.ts';
 import { excludedAgents, leftOut, secContact } from '../../src/gateway/shipped-agents.mjs';
-import { startGateway } from '../../src/gateway/server.ts';
+import { startDevGateway } from '../../src/serve/dev.ts';
 import { readSettings } from '../../src/hosted/settings.ts';
 import { createMcpRuntime } from '../../src/runtimes/mcp.ts';
 import { closedPort } from '../helpers/cli.ts';
@@ -270,7 +270,7 @@ describe('the listing rule: listed only when not excluded and with a contact', (
     Object.assign(process.env, env);
     let gateway;
     try {
-      gateway = await startGateway(options);
+      gateway = await startDevGateway(options);
     } finally {
       for (const [name, value] of Object.entries(saved)) if (value === undefined) delete process.env[name];
       else process.env[name] = value;
@@ -290,7 +290,7 @@ describe('the listing rule: listed only when not excluded and with a contact', (
     } finally {
       await gateway.close();
     }
-    const restarted = await startGateway(options);
+    const restarted = await startDevGateway(options);
     try {
       const listed = (await supertest(restarted.server).get('/v0/agents').expect(200)).body.agents as { id: string }[];
       assert.deepEqual(listed.map((agent) => agent.id), ['holon-labs/csv-profile']);

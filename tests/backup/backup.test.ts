@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { openStores, parentsFirst } from '../../src/hosted/backup.ts';
+import { openStores, parentsFirst } from '../../src/backup/backup.ts';
 import { holon as holonCli, type CliResult } from '../helpers/cli.ts';
 import { freshStore } from '../helpers/gateway.ts';
 import { ADMIN_KEY, startTestHosted, type TestHosted } from '../helpers/hosted.ts';

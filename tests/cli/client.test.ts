@@ -10,7 +10,8 @@ import { after, before, test } from 'node:test';
 import pino from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
 import { EXIT } from '../../src/cli/client-commands.ts';
-import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+import { startDevGateway } from '../../src/serve/dev.ts';
+import type { RunningGateway } from '../../src/serve/gateway.ts';
 import { closedPort, holon, jsonDocuments, type CliResult } from '../helpers/cli.ts';
 import { freshStore } from '../helpers/gateway.ts';
 
@@ -18,7 +19,7 @@ let gateway: RunningGateway;
 let at: string[];
 
 before(async () => {
-  gateway = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude: [], logger: pino({ level: 'silent' }) });
+  gateway = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude: [], logger: pino({ level: 'silent' }) });
   at = ['--gateway', gateway.url];
 });
 

@@ -24,7 +24,7 @@ import pino from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
 import { startClearingServer, type RunningClearing } from '../../src/clearing/server.ts';
 import { HttpClearingPort } from '../../src/gateway/clearing.ts';
-import { startGateway } from '../../src/gateway/server.ts';
+import { startDevGateway } from '../../src/serve/dev.ts';
 import { BIN, closedPort, holon, serving, type Serving } from '../helpers/cli.ts';
 import { freshStore } from '../helpers/gateway.ts';
 
@@ -136,7 +136,7 @@ test("the gateway logs one line per request (method, path, status, milliseconds,
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) });
   // The agents host on a port of this suite's own (the shipped manifests' 4300 may be another test's).
-  const running = await startGateway({
+  const running = await startDevGateway({
     port: 0,
     ...(await freshStore()),
     agent_dirs: ['examples', 'agents'],

@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
-import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+import { startDevGateway } from '../../src/serve/dev.ts';
+import type { RunningGateway } from '../../src/serve/gateway.ts';
 import { freshStore } from '../helpers/gateway.ts';
 
 const run = promisify(execFile);
@@ -42,7 +43,7 @@ let tarball: string;
 let app: string;
 
 before(async () => {
-  gateway = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude: [], logger: pino({ level: 'silent' }) });
+  gateway = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude: [], logger: pino({ level: 'silent' }) });
   work = await mkdtemp(path.join(tmpdir(), 'holon-client-'));
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: path.join(ROOT, 'clients') });
   const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;

@@ -11,7 +11,8 @@ import { after, before, test } from 'node:test';
 import type Koa from 'koa';
 import pino from 'pino';
 import supertest from 'supertest';
-import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+import { startDevGateway } from '../../src/serve/dev.ts';
+import type { RunningGateway } from '../../src/serve/gateway.ts';
 import { hostGate, listenHosts, normalizeHost } from '../../src/http/host-gate.ts';
 import { freshStore } from '../helpers/gateway.ts';
 
@@ -29,7 +30,7 @@ let port: number;
 let http: supertest.Agent;
 
 before(async () => {
-  gateway = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, allowed_hosts: ['holon.example.com', 'https://public.example.org:8443'], logger: pino({ level: 'silent' }) });
+  gateway = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, allowed_hosts: ['holon.example.com', 'https://public.example.org:8443'], logger: pino({ level: 'silent' }) });
   port = (gateway.server.address() as AddressInfo).port;
   http = supertest.agent(gateway.url);
 });
@@ -125,7 +126,7 @@ test('HOLON_ALLOWED_HOSTS names public names when the option is not given', asyn
   process.env.HOLON_ALLOWED_HOSTS = 'a.example.com, https://b.example.com';
   let other: RunningGateway | undefined;
   try {
-    other = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, logger: pino({ level: 'silent' }) });
+    other = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, logger: pino({ level: 'silent' }) });
   } finally {
     if (previous === undefined) delete process.env.HOLON_ALLOWED_HOSTS;
     else process.env.HOLON_ALLOWED_HOSTS = previous;
@@ -146,7 +147,7 @@ const external = Object.values(networkInterfaces())
   .find((entry) => entry && !entry.internal && entry.family === 'IPv4');
 
 test('a gateway on loopback refuses a non-loopback peer; one told to listen on 0.0.0.0 serves it under its address', { skip: external ? false : 'this machine has no non-loopback IPv4 address' }, async () => {
-  const wide = await startGateway({ port: 0, host: '0.0.0.0', ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, logger: pino({ level: 'silent' }) });
+  const wide = await startDevGateway({ port: 0, host: '0.0.0.0', ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, logger: pino({ level: 'silent' }) });
   try {
     const widePort = (wide.server.address() as AddressInfo).port;
     const served = await fetch(`http://${external!.address}:${widePort}/v0/accounts`);

@@ -1,14 +1,14 @@
 /**
  * A test gateway in a process of its own, so a test can `kill -9` it (gateway §7 "Restarts").
- * Run as `node --import tsx tests/helpers/gateway-child.ts '<GatewayServerOptions as JSON>'`:
- * it starts `startGateway` with those options (logger silent) and prints one line, `listening
+ * Run as `node --import tsx tests/helpers/gateway-child.ts '<DevGatewayOptions as JSON>'`:
+ * it starts `startDevGateway` with those options (logger silent) and prints one line, `listening
  * <url>`, once it serves, and closes gracefully on SIGTERM. {@link spawnGateway} does that and
  * resolves with the URL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { startGateway, type GatewayServerOptions } from '../../src/gateway/server.ts';
+import { startDevGateway, type DevGatewayOptions } from '../../src/serve/dev.ts';
 
 /** A gateway child process and its URL. */
 export interface GatewayChild {
@@ -21,7 +21,7 @@ export interface GatewayChild {
 }
 
 /** Spawns a gateway child with `options` (JSON-serializable) and `env` added to the environment; rejects if it exits before it listens. */
-export function spawnGateway(options: Omit<GatewayServerOptions, 'logger' | 'onLost' | 'extend'>, env: Record<string, string> = {}): Promise<GatewayChild> {
+export function spawnGateway(options: Omit<DevGatewayOptions, 'logger' | 'onLost'>, env: Record<string, string> = {}): Promise<GatewayChild> {
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
@@ -36,12 +36,12 @@ export function spawnGateway(options: Omit<GatewayServerOptions, 'logger' | 'onL
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const options = JSON.parse(process.argv[2]) as GatewayServerOptions;
+  const options = JSON.parse(process.argv[2]) as DevGatewayOptions;
   const onLost = (reason: string) => {
     process.stderr.write(`gateway child ${process.pid}: ${reason}: exiting\n`);
     process.exit(1);
   };
-  const running = await startGateway({ ...options, logger: pino({ level: 'silent' }), onLost });
+  const running = await startDevGateway({ ...options, logger: pino({ level: 'silent' }), onLost });
   process.once('SIGTERM', () => void running.close().then(() => process.exit(0)));
   process.stdout.write(`listening ${running.url}\n`);
 }

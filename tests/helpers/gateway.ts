@@ -1,5 +1,5 @@
 /**
- * A dev gateway for tests (gateway §5): `startGateway` on a fresh data directory with the test
+ * A dev gateway for tests (gateway §5): `startDevGateway` on a fresh data directory with the test
  * agents of `tests/fixtures/agents/` (one `agent.mjs`, `_shared/behave.mjs`, does what its input
  * says) and `examples/`, no example mandates, nothing excluded. On PGlite by default; with
  * `DATABASE_URL` set, the gateway and the reference binding both use that Postgres, shared by
@@ -32,7 +32,8 @@ import { HttpClearingPort, type ClearingPort, type ClearingTimeouts } from '../.
 import type { OutboxSettings } from '../../src/gateway/outbox.ts';
 import { budgetOf, budgetView, storeMandate } from '../../src/gateway/mandates.ts';
 import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
-import { DEV_ACCOUNT, startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+import { DEV_ACCOUNT, startDevGateway } from '../../src/serve/dev.ts';
+import type { RunningGateway } from '../../src/serve/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -104,11 +105,11 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   /** Reuse this store (a restart); default: a fresh one ({@link freshStore}). */
   store?: { db: string; database_url?: string };
-  /** Settle with this binding instead of the one `startGateway` runs in-process. */
+  /** Settle with this binding instead of the one `startDevGateway` runs in-process. */
   clearing_url?: string;
-  /** Bounds on clearing requests (default: `startGateway`'s). */
+  /** Bounds on clearing requests (default: `startDevGateway`'s). */
   clearing_timeouts?: ClearingTimeouts;
-  /** How the outbox posts (default: `startGateway`'s). */
+  /** How the outbox posts (default: `startDevGateway`'s). */
   outbox?: Partial<OutboxSettings>;
   /** Answer calls with `Server-Timing` (default: off, whatever the environment says). */
   server_timing?: boolean;
@@ -167,7 +168,7 @@ export async function freshDataDir(): Promise<string> {
 }
 
 /**
- * Where a test gateway keeps its data, as `startGateway` options: a fresh data directory and, on
+ * Where a test gateway keeps its data, as `startDevGateway` options: a fresh data directory and, on
  * Postgres, a database of its own on the `DATABASE_URL` server, so no gateway sees another's
  * agents, mandates or pending settlements.
  */
@@ -196,7 +197,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   await mkdir(mandate_dir, { recursive: true });
   let running: RunningGateway;
   try {
-    running = await startGateway({
+    running = await startDevGateway({
       port: 0,
       ...store,
       agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS],

@@ -9,9 +9,10 @@ import type { Knex } from 'knex';
 import pino, { type Logger } from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
-import type { RunningGateway } from '../../src/gateway/server.ts';
+import type { RunningGateway } from '../../src/serve/gateway.ts';
 import type { Resolve } from '../../src/hosted/egress.ts';
-import { startHostedGateway, type PublishingHooks } from '../../src/hosted/server.ts';
+import type { PublishingHooks } from '../../src/hosted/extension.ts';
+import { startHostedGateway } from '../../src/serve/hosted.ts';
 import { readSettings, type HostedSettings } from '../../src/hosted/settings.ts';
 import { FIXTURE_AGENTS, freshStore } from './gateway.ts';
 

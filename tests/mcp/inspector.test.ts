@@ -27,7 +27,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
-import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+import { startDevGateway } from '../../src/serve/dev.ts';
+import type { RunningGateway } from '../../src/serve/gateway.ts';
 import { freshStore } from '../helpers/gateway.ts';
 
 const run = promisify(execFile);
@@ -41,7 +42,7 @@ const INSPECTOR_TIMEOUT_MS = 20_000;
 let gateway: RunningGateway;
 
 before(async () => {
-  gateway = await startGateway({
+  gateway = await startDevGateway({
     port: 0,
     ...(await freshStore()),
     agent_dirs: ['examples', 'agents'],

@@ -1,7 +1,7 @@
 /**
  * The gateway's MCP server at `/mcp` (gateway §7 "Connecting Claude Code", "Limits", "Approvals
  * and attended clients") through the SDK's own client over Streamable HTTP, against gateways
- * started by `startGateway`:
+ * started by `startDevGateway`:
  *
  * - `sandbox`: MCP mandate `dev/sandbox` (allows everything), the example agents and
  *   `agents/host.mjs` on a free port (`agents_host_port: 0`), which the gateway lists as
@@ -23,7 +23,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv } from 'ajv';
 import { parseMoney, type Micros } from '../../src/contracts/money.ts';
-import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+import { startDevGateway } from '../../src/serve/dev.ts';
+import type { RunningGateway } from '../../src/serve/gateway.ts';
 import { freshStore } from '../helpers/gateway.ts';
 
 /** A CSV with quoting, a null and three types. */
@@ -52,11 +53,11 @@ const clients: Client[] = [];
 before(async () => {
   const logger = pino({ level: 'silent' });
   const exclude = ['holon-labs/summarize'];
-  sandbox = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples', 'agents'], agents_host_port: 0, exclude, logger });
+  sandbox = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples', 'agents'], agents_host_port: 0, exclude, logger });
   const previous = process.env.HOLON_MCP_MANDATE;
   process.env.HOLON_MCP_MANDATE = 'dev/careful';
   try {
-    careful = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude, logger });
+    careful = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude, logger });
   } finally {
     if (previous === undefined) delete process.env.HOLON_MCP_MANDATE;
     else process.env.HOLON_MCP_MANDATE = previous;

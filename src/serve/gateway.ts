@@ -1,54 +1,80 @@
 /**
- * `holon serve`: the dev gateway (gateway §5, §6 "Dev runtime") in one process with the
- * embedded database and, unless `clearing_url` names another binding, the reference clearing
- * binding (which the gateway calls in-process, `clearing-in-process.ts`, while it also serves
- * HTTP for everyone else); `agents/host.mjs` runs beside it as a child process. It loads the shipped agents (`examples/`, `agents/`), takes a
- * process lease, closes calls that dead processes left in flight (gateway §7 "Restarts"; several
- * processes may share one Postgres, issue 12 §4), posts pending settlements, and makes sure the dev
- * account `dev` and the mandates of `examples/mandates/` exist, so a first call needs no set-up.
+ * The shared start of a gateway (gateway §5, §6, §7 "Restarts"; issue 12 §4), which the dev
+ * gateway (`dev.ts`, `holon serve`) and the hosted gateway (`hosted.ts`, `holon serve --hosted`)
+ * run with the parts they plug in ({@link GatewayPlugin}): it opens the database and, unless
+ * `clearing_url` names another binding, starts the reference clearing binding (which the gateway
+ * calls in-process, `clearing-in-process.ts`, while it also serves HTTP for everyone else); starts
+ * `agents/host.mjs` beside it (`src/agents-host/`) and lists the shipped agents (`examples/`,
+ * `agents/`); takes a process lease, closes calls that dead processes left in flight (several
+ * processes may share one Postgres), posts pending settlements, opens the start-up accounts, and
+ * serves the gateway's app with each part's extension and the MCP server of `src/mcp/` at `/mcp`.
  */
-import { readdir, readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import pino, { type Logger } from 'pino';
-import type { Knex } from 'knex';
-import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from '../db/index.ts';
+import { startAgentsHost } from '../agents-host/host.ts';
+import { agentsPortFromEnv, defaultAgentsPort } from '../agents-host/port.ts';
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
+import { PLATFORM_FEES } from '../clearing/settlements.ts';
+import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from '../db/index.ts';
+import { agentAccess, type PublishedAccess } from '../gateway/agent-access.ts';
+import { createGatewayApp } from '../gateway/app.ts';
+import { ClearingRefused, clearingTimeoutsFromEnv, HttpClearingPort, type ClearingPort, type ClearingTimeouts } from '../gateway/clearing.ts';
+import { InProcessClearingPort } from '../gateway/clearing-in-process.ts';
+import type { GatewayAppExtension, GatewayParts } from '../gateway/extension.ts';
+import { Gateway } from '../gateway/lifecycle.ts';
+import { Outbox, outboxSettingsFromEnv, type OutboxSettings } from '../gateway/outbox.ts';
+import { leaseFromEnv, ProcessLease } from '../gateway/processes.ts';
+import { recoverDead } from '../gateway/recovery.ts';
+import { Registry } from '../gateway/registry.ts';
+import { serverTimingFromEnv } from '../gateway/server-timing.ts';
+import { excludedAgents, leftOut } from '../gateway/shipped-agents.mjs';
 import { isLoopback } from '../http/access.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
-import { portTaken } from '../http/port-probe.ts';
-import { PLATFORM_FEES } from '../clearing/settlements.ts';
-import type { Fetch } from '../runtimes/http.ts';
+import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { createRuntimes } from '../runtimes/index.ts';
-import { ClearingRefused, clearingTimeoutsFromEnv, HttpClearingPort, type ClearingPort, type ClearingTimeouts } from './clearing.ts';
-import { InProcessClearingPort } from './clearing-in-process.ts';
-import { createGatewayApp, type GatewayAppExtension } from './app.ts';
-import { Gateway, type GatewayDeps } from './lifecycle.ts';
-import { storeMandate } from './mandates.ts';
-import { Outbox, outboxSettingsFromEnv, type OutboxSettings } from './outbox.ts';
-import { leaseFromEnv, ProcessLease } from './processes.ts';
-import { serverTimingFromEnv } from './server-timing.ts';
-import { recoverDead } from './recovery.ts';
-import { startAgentsHost } from './agents-host.ts';
-import { Registry } from './registry.ts';
-import { excludedAgents, leftOut } from './shipped-agents.mjs';
 
-/** The dev account that pays for calls under the example mandates. */
-export const DEV_ACCOUNT = 'dev';
-
-/** Demo credit given once to the dev account: 100 EUR in micro-units. */
-export const DEV_CREDIT_MICROS = 100_000_000;
+/** A credit given once at start-up (the dev account's demo credit), through the binding's credit door when it offers one. */
+export interface StartCredit {
+  /** Its idempotency key at the binding: the same key is never credited twice. */
+  txn_id: string;
+  account: string;
+  amount_micros: number;
+  ref: string;
+  /** Value created with nothing behind it (clearing-contract §6.7), recorded so by the binding. */
+  simulated: boolean;
+}
 
 /**
- * Makes sure the dev accounts exist where the binding lets the gateway say so: through the
- * reference binding's own door (an extension), every payer and author gets an account, and the
- * dev account its demo credit once (`demo-credit:dev`, through credit when offered). A binding
- * without that door answers 404, and then its accounts are its own business (clearing-contract §4);
- * an account it refuses is logged, and calls that need it are refused when they happen.
+ * What a gateway plugs into the shared start; what makes it the dev gateway or the hosted one.
+ * Every hook is optional; the hooks of several parts run in the order of the parts.
  */
-async function prepareAccounts(clearing: ClearingPort, accounts: readonly string[], logger: Logger, dev_credit: boolean): Promise<void> {
+export interface GatewayPlugin {
+  /** Runs once the shipped agents are listed, before the lease is taken: e.g. the dev gateway's example mandates. */
+  prepare?: (database: Database) => Promise<void>;
+  /** Accounts opened at start-up besides every root payer and author: e.g. the dev account. */
+  accounts?: readonly string[];
+  /** Credits given once the accounts are open. */
+  credits?: readonly StartCredit[];
+  /** How published agents are reached (the hosted gateway); the first part that names it is used. */
+  published?: PublishedAccess;
+  /** How `/mcp` binds a session (the hosted gateway: to the agent key); the first part that names it is used. Absent: `HOLON_MCP_MANDATE`. */
+  mcp_session?: McpOptions['session'];
+  /** Called once the gateway is ready and before it listens; what it answers extends the app (before the MCP server). */
+  extend?: (parts: GatewayParts) => Promise<GatewayAppExtension>;
+  /** Called once the gateway listens (e.g. the hosted file sweep); the stop it answers runs first when the gateway closes. */
+  listening?: (running: RunningGateway) => Promise<() => Promise<void>>;
+}
+
+/**
+ * Opens the start-up accounts where the binding lets the gateway say so: through the reference
+ * binding's own door (an extension), every account of `accounts` is created, then each credit
+ * given once. A binding without that door answers 404, and then its accounts are its own
+ * business (clearing-contract §4); an account or a credit it refuses is logged, and calls that
+ * need it are refused when they happen.
+ */
+async function prepareAccounts(clearing: ClearingPort, accounts: readonly string[], credits: readonly StartCredit[], logger: Logger): Promise<void> {
   for (const account of new Set(accounts)) {
     try {
       await clearing.createAccount(account);
@@ -61,16 +87,17 @@ async function prepareAccounts(clearing: ClearingPort, accounts: readonly string
       logger.warn({ account }, error.message);
     }
   }
-  if (!dev_credit) return;
-  try {
-    await clearing.credit('demo-credit:dev', DEV_ACCOUNT, DEV_CREDIT_MICROS, 'dev gateway demo credit', true);
-  } catch (error) {
-    if (!(error instanceof ClearingRefused)) throw error;
-    logger.warn(error.message);
+  for (const credit of credits) {
+    try {
+      await clearing.credit(credit.txn_id, credit.account, credit.amount_micros, credit.ref, credit.simulated);
+    } catch (error) {
+      if (!(error instanceof ClearingRefused)) throw error;
+      logger.warn(error.message);
+    }
   }
 }
 
-/** Options of `startGateway`. */
+/** Options of {@link startGateway}, of the dev gateway and the hosted one alike. */
 export interface GatewayServerOptions {
   /** TCP port; 0 picks a free one. */
   port: number;
@@ -102,14 +129,13 @@ export interface GatewayServerOptions {
    * agents host does (`shipped-agents.mjs`).
    */
   exclude?: readonly string[];
-  /** Directory of example mandates (default `examples/mandates`). */
-  mandate_dir?: string;
   /**
    * Start `agents/host.mjs` on this port (0 picks a free one; default `HOLON_AGENTS_PORT`, else
    * {@link defaultAgentsPort}); the MCP agents of `agents/` are listed with the host's URL as
    * their `runtime.endpoint`. null: do not start it.
    */
   agents_host_port?: number | null;
+  /** Default: JSON lines at `HOLON_LOG_LEVEL`, else `warn`. */
   logger?: Logger;
   /** How long this process's lease lasts without a heartbeat, seconds (default `HOLON_PROCESS_LEASE_S`, else 30; `processes.ts`). */
   lease_s?: number;
@@ -120,43 +146,7 @@ export interface GatewayServerOptions {
    * process may be closing its calls. Default: a fatal log line and exit code 1.
    */
   onLost?: (reason: string) => void;
-  /**
-   * A composition above the gateway (the hosted gateway, gateway §7), called once the gateway is
-   * ready and before it listens; what it answers extends the app. With it, the dev account, its
-   * credit and the example mandates are left out.
-   */
-  extend?: (parts: GatewayParts) => Promise<GatewayAppExtension>;
-  /**
-   * How published agents are reached (the hosted gateway, gateway §6 "Authentication", §7
-   * "Network safety"): their own fetch and their author's endpoint credential. Absent, or for a
-   * shipped agent: the global fetch and no credential. Chosen by where a listed version came
-   * from (`ListedAgent.published`), never by its URL.
-   */
-  published?: PublishedAccess;
 }
-
-/** How the gateway reaches published agents (see `GatewayServerOptions.published`). */
-export interface PublishedAccess {
-  /** The fetch of every request to a published agent's endpoint. */
-  fetch: Fetch;
-  /** The author's endpoint credential of agent `ns/name`, or null. */
-  credential(db: Knex, agent: string): Promise<string | null>;
-}
-
-/** What {@link GatewayServerOptions.extend} is handed. */
-export interface GatewayParts {
-  database: Database;
-  gateway: Gateway;
-  registry: Registry;
-  clearing: ClearingPort;
-  outbox: Outbox;
-  logger: Logger;
-  /** How the gateway runs an agent version (a published one through `published`), for runs outside a call: evaluations. */
-  agents: AgentAccess;
-}
-
-/** How an agent version is reached: its runtime (the guarded client for a published one) and its endpoint credential. */
-export type AgentAccess = Pick<GatewayDeps, 'runtimeFor' | 'credentialFor'>;
 
 /** A running gateway. */
 export interface RunningGateway {
@@ -174,49 +164,6 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-/** The port the shipped manifests name for the agents host, taken by default when it is free. */
-export const DEFAULT_AGENTS_PORT = 4300;
-
-/** `text` as a TCP port (an integer from 0 to 65535). Throws an Error naming `name` otherwise. */
-export function parsePort(text: string, name: string): number {
-  const port = /^\d{1,5}$/.test(text.trim()) ? Number(text.trim()) : NaN;
-  if (!Number.isInteger(port) || port > 65535) throw new Error(`${name} ${JSON.stringify(text)} is not a port: write an integer from 0 to 65535`);
-  return port;
-}
-
-/** The agents host's port `HOLON_AGENTS_PORT` names, or null when it is unset. Throws when it is not a port. */
-export function agentsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number | null {
-  const text = env.HOLON_AGENTS_PORT;
-  return text === undefined || text === '' ? null : parsePort(text, 'HOLON_AGENTS_PORT');
-}
-
-/**
- * The agents host's port when nobody named one: {@link DEFAULT_AGENTS_PORT} when it is free, so
- * the manifests' URL holds and every process of a deployment lists the same one; else 0, any free
- * port, so a second gateway on the machine (the dev one beside a hosted one) starts as well.
- */
-export async function defaultAgentsPort(): Promise<number> {
-  return (await portTaken(DEFAULT_AGENTS_PORT)) ? 0 : DEFAULT_AGENTS_PORT;
-}
-
-/** Loads every `*.yaml` mandate of `dir` (issued by the dev account), replacing what was stored under the same id. */
-async function loadExampleMandates(database: Database, dir: string): Promise<void> {
-  let files: string[];
-  try {
-    files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
-  } catch {
-    return;
-  }
-  for (const file of files) {
-    const document = parseYaml(await readFile(path.join(dir, file), 'utf8'), { schema: 'core', uniqueKeys: true });
-    try {
-      await storeMandate(database.knex, document, { parent: null, payer: document.issuer, replace: true });
-    } catch (error) {
-      throw new Error(`${path.join(dir, file)}: ${(error as Error).message}`);
-    }
-  }
-}
-
 /**
  * The URL this machine reaches a server listening on `address:port` at: that address, or
  * 127.0.0.1 when it listens on every interface (`0.0.0.0`, or `::`, which takes IPv4 too).
@@ -227,23 +174,24 @@ function localUrl(address: string, port: number): string {
 }
 
 /**
- * Starts the dev gateway; resolves once it listens. A failure on the way closes whatever was
- * already started (binding, database, host) before it is thrown, so nothing is left running.
+ * Starts a gateway with the parts `plugins` plug in; resolves once it listens. A failure on the
+ * way closes whatever was already started (binding, database, host) before it is thrown, so
+ * nothing is left running.
  */
-export async function startGateway(options: GatewayServerOptions): Promise<RunningGateway> {
+export async function startGateway(options: GatewayServerOptions, plugins: readonly GatewayPlugin[]): Promise<RunningGateway> {
   const closers: Array<() => Promise<unknown>> = [];
   const closeAll = async () => {
     for (const close of closers.splice(0).reverse()) await close();
   };
   try {
-    return await start(options, closers, closeAll);
+    return await start(options, plugins, closers, closeAll);
   } catch (error) {
     await closeAll();
     throw error;
   }
 }
 
-async function start(options: GatewayServerOptions, closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
+async function start(options: GatewayServerOptions, plugins: readonly GatewayPlugin[], closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
   const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
   const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
   const hostPort = options.agents_host_port === undefined ? (agentsPortFromEnv() ?? (await defaultAgentsPort())) : options.agents_host_port;
@@ -269,7 +217,7 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   if (host) closers.push(host.close);
   await Registry.loadShipped(db, agentDirs, exclude, host ? new Map([['agents', host.url]]) : new Map());
   const registry = await Registry.fromDatabase(db);
-  if (!options.extend) await loadExampleMandates(database, options.mandate_dir ?? path.join('examples', 'mandates'));
+  for (const plugin of plugins) await plugin.prepare?.(database);
 
   const onLost = options.onLost ?? ((reason: string) => {
     logger.fatal(`${reason}: stopping, since another gateway process may be closing this one's calls`);
@@ -286,25 +234,23 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   // One set of runtimes per gateway (MCP sessions are kept across calls); published agents get their own, through the guarded client.
   const runtimes = createRuntimes();
   closers.push(runtimes.close);
-  const published = options.published;
+  const published = plugins.find((plugin) => plugin.published)?.published;
   const publishedRuntimes = published ? createRuntimes({ fetch: published.fetch }) : null;
   if (publishedRuntimes) closers.push(publishedRuntimes.close);
-  const agents: AgentAccess = {
-    runtimeFor: (agent) => (agent.published && publishedRuntimes ? publishedRuntimes : runtimes).runtimeFor(agent.loaded.manifest.runtime.kind),
-    credentialFor: async (agent) => (agent.published && published ? published.credential(db, agent.loaded.manifest.id) : null),
-  };
+  const agents = agentAccess(db, runtimes, published && publishedRuntimes ? { access: published, runtimes: publishedRuntimes } : null);
   const gateway = new Gateway({ db, registry, clearing, outbox, ...agents, logger, gateway_id, process_id: lease.id, server_timing });
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
-  const dev = !options.extend;
-  await prepareAccounts(clearing, [...(dev ? [DEV_ACCOUNT] : []), ...(await rootPayers()), ...authors()], logger, dev);
-  const extension = options.extend ? await options.extend({ database, gateway, registry, clearing, outbox, logger, agents }) : undefined;
+  const startAccounts = plugins.flatMap((plugin) => plugin.accounts ?? []);
+  await prepareAccounts(clearing, [...startAccounts, ...(await rootPayers()), ...authors()], plugins.flatMap((plugin) => plugin.credits ?? []), logger);
+  const extensions: GatewayAppExtension[] = [];
+  for (const plugin of plugins) if (plugin.extend) extensions.push(await plugin.extend({ database, gateway, registry, clearing, outbox, logger, agents }));
   // §7 "Restarts": what dead processes left open, now and at every heartbeat (issue 12 §4).
   recover = async (unowned) => {
     const dead = await lease.deadProcesses();
     await recoverDead(db, outbox, dead, unowned);
-    await extension?.recover?.(dead, unowned);
+    for (const extension of extensions) await extension.recover?.(dead, unowned);
     await lease.forget(dead);
   };
   await recover(true);
@@ -319,25 +265,33 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
   });
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject).listen(options.port, options.host ?? '127.0.0.1'));
   const { port, address } = server.address() as AddressInfo;
-  const { app, close: closeApp } = createGatewayApp({
+  // The gateway's own MCP server (gateway §7 "Connecting Claude Code"), after every part's middleware (the hosted principal).
+  const mcp = mcpMiddleware({
+    db,
+    gateway,
+    registry,
+    mandate: process.env.HOLON_MCP_MANDATE ?? 'dev/sandbox',
+    logger,
+    session: plugins.find((plugin) => plugin.mcp_session)?.mcp_session,
+  });
+  const app = createGatewayApp({
     db,
     gateway,
     registry,
     clearing,
     outbox,
     currency: 'EUR',
-    mcp_mandate: process.env.HOLON_MCP_MANDATE ?? 'dev/sandbox',
     access: { hosts: [...listenHosts(address, port), ...(options.allowed_hosts ?? allowedHostsFromEnv())], loopback_peers_only: isLoopback(address) },
     logger,
     accounts: async () => {
       const names = [...new Set([...(await rootPayers()), ...authors()])].sort().map((account) => ({ name: account, account }));
       return [...names, { name: 'holon', account: PLATFORM_FEES }];
     },
-    extension,
+    extensions: [...extensions, { middleware: [mcp], rpc_paths: ['/mcp'] }],
   });
-  closers.push(closeApp);
+  closers.push(mcp.close);
   server.on('request', app.callback());
-  return {
+  const running: RunningGateway = {
     url: localUrl(address, port),
     agents_url: host?.url ?? null,
     clearing_url: binding?.url ?? options.clearing_url!,
@@ -348,4 +302,6 @@ async function start(options: GatewayServerOptions, closers: Array<() => Promise
     lease,
     close: closeAll,
   };
+  for (const plugin of plugins) if (plugin.listening) closers.push(await plugin.listening(running));
+  return running;
 }

@@ -1,7 +1,7 @@
 /**
  * Starts `agents/host.mjs`, the reference MCP host of the shipped agents (gateway §6), as a child
- * process beside the dev gateway, and stops it with the gateway. The gateway lists its agents at
- * the URL it prints (their manifests name the default, `http://127.0.0.1:4300/mcp`).
+ * process beside the gateway (dev and hosted alike), and stops it with the gateway. The gateway
+ * lists its agents at the URL it prints (their manifests name the default, `http://127.0.0.1:4300/mcp`).
  *
  * The host never outlives the gateway: it is spawned with an IPC channel and exits when that
  * channel closes. The kernel closes it however the gateway ends, `kill -9` included, so the host
