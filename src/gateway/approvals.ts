@@ -9,7 +9,7 @@ import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
 import { int, iso } from '../db/index.ts';
 import { formatMoney, type Micros } from '../contracts/money.ts';
-import { readReceipt } from './receipts.ts';
+import { readReceipt, type ReceiptError } from './receipts.ts';
 
 /** How long an approval waits for a decision. */
 export const APPROVAL_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -142,7 +142,7 @@ export interface ApprovalOutcome {
   receipt: string;
   status: string;
   billed: boolean;
-  error: { code: string; message: string } | null;
+  error: ReceiptError | null;
 }
 
 /**
