@@ -2943,7 +2943,8 @@ export const schemaDocument = {
               "evaluations": {
                 "type": "array",
                 "items": {
-                  "type": "object"
+                  "type": "object",
+                  "additionalProperties": true
                 },
                 "description": "Evaluation results: public cases in detail, hidden cases as pass/fail only."
               },
@@ -3140,7 +3141,8 @@ export const schemaDocument = {
             "type": "string"
           },
           "detail": {
-            "type": "object"
+            "type": "object",
+            "additionalProperties": true
           },
           "created_at": {
             "type": "string",

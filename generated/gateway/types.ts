@@ -1215,7 +1215,9 @@ export interface components {
             /** @description Whether an endpoint credential is set for this agent (never the credential). */
             credential_set: boolean;
             /** @description Evaluation results: public cases in detail, hidden cases as pass/fail only. */
-            evaluations: Record<string, never>[];
+            evaluations: {
+                [key: string]: unknown;
+            }[];
             earned: {
                 /** @description Paid calls of this version. */
                 calls: number;
@@ -1264,7 +1266,9 @@ export interface components {
             action: "disable_account" | "yank_agent";
             target: string;
             reason: string;
-            detail: Record<string, never>;
+            detail: {
+                [key: string]: unknown;
+            };
             /** Format: date-time */
             created_at: string;
         };

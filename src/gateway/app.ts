@@ -7,9 +7,10 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
+import { operationTable, schemaDocument, type Handler, type Handlers, type OperationId, type OperationRequest } from '../../generated/gateway/server.ts';
+import type { components } from '../../generated/gateway/types.ts';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
-import { mandateSchema, manifestSchema } from '../contracts/schemas.ts';
+import { mandateDocument, mandateSchema, manifestDocument, manifestSchema } from '../contracts/schemas.ts';
 import { HttpError, invalidRequest } from '../http/errors.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
@@ -54,7 +55,7 @@ export interface GatewayAppOptions {
  */
 export interface GatewayAppExtension {
   middleware: Koa.Middleware[];
-  handlers(defaults: Record<string, MountedHandler>): Record<string, MountedHandler>;
+  handlers(defaults: GatewayHandlers): Partial<Record<OperationId, MountedHandler>>;
   mcp_session?: McpOptions['session'];
   /** Called after an unexpected failure (answered 500) is logged, e.g. to stop the process when the database failed. */
   onUnexpected?: (error: unknown) => void;
@@ -77,8 +78,16 @@ export interface GatewayAppExtension {
 export const mandateRequired = (): HttpError =>
   invalidRequest('invalid request: body.mandate is required: name the mandate the call runs under (only an agent key may leave it out, its calls run under its mandate)');
 
+type Schemas = components['schemas'];
+
+/** A call's answer (gateway §5): its output (200), the approval it waits for (202), or its refusal; each with the receipt. */
+export type CallAnswer = Schemas['CallSucceeded'] | Schemas['CallPending'] | Schemas['CallRefused'];
+
+/** What `POST /v0/approvals/{id}` answers the approver: the approved call's answer, or the rejected approval. */
+type DecisionReply = CallAnswer | Schemas['ApprovalRejected'];
+
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`; `Retry-After` and `Server-Timing` when the result has them. */
-export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
+export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<CallAnswer> {
   ctx.status = result.http;
   if (result.retry_after_s !== undefined) ctx.set('Retry-After', String(result.retry_after_s));
   if (result.server_timing !== undefined) ctx.set('Server-Timing', result.server_timing);
@@ -88,12 +97,13 @@ export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallRes
   return { error: result.error!.message, code: result.error!.code, receipt };
 }
 
-/** Builds the gateway's Koa app; `close()` ends its MCP sessions. */
-export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(): Promise<void> } {
-  const { db, gateway, registry, clearing, currency } = options;
-  const answers = new ApprovalAnswers();
+/** The dev gateway's handlers, each typed by its operation's generated request and answers (a field the document lacks does not compile). */
+export type GatewayHandlers = { [K in keyof ReturnType<typeof gatewayHandlers>]: Handler<K> };
 
-  const handlers: Record<string, MountedHandler> = {
+/** The handlers of the gateway's own operations (gateway §5); a composition above it wraps or adds to them. */
+function gatewayHandlers(options: GatewayAppOptions, answers: ApprovalAnswers<DecisionReply>) {
+  const { db, gateway, registry, clearing, currency } = options;
+  return {
     health: async () => ({ ok: true }),
 
     'search-agents': async ({ query }: OperationRequest<'search-agents'>) => {
@@ -113,7 +123,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       if (!listed) throw new HttpError(404, 'no_such_agent', registry.missing(ref));
       const stats = (await gateway.measured([listed.loaded.manifest.id])).get(listed.loaded.manifest.id) ?? { runs: 0, successes: 0 };
       return {
-        manifest: listed.document,
+        manifest: manifestDocument(listed.document),
         proprietary: listed.loaded.manifest.license === 'proprietary',
         published: listed.published,
         versions: registry.versionsOf(listed.loaded.manifest.id),
@@ -143,7 +153,9 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
         // An approved call counts as decided for the waiter once it has ended (its answer published, or its receipt closed).
         const waiting = row.status === 'pending' || (row.status === 'approved' && !result && !outcome);
         if (!waiting || Date.now() >= deadline_ms) {
-          return { approval: approvalView(row, currency), ...(result && row.status === 'approved' ? { result: result.body } : {}), ...(outcome ? { outcome } : {}) };
+          // Kept only for an approved call: its answer has a receipt and waits for nothing.
+          const approved = result && row.status === 'approved' && 'receipt' in result.body && !('approval' in result.body) ? result.body : null;
+          return { approval: approvalView(row, currency), ...(approved ? { result: approved } : {}), ...(outcome ? { outcome } : {}) };
         }
         await answers.wait(row.id, deadline_ms - Date.now());
       }
@@ -152,7 +164,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     'decide-approval': async ({ params, body }: OperationRequest<'decide-approval'>, ctx) => {
       if (body.run === false) throw new HttpError(422, 'invalid_request', 'invalid request: {"run": false} (grant without running) is offered by the hosted gateway only');
       const decided = await decideApproval(db, gateway, params.id, body.decision ?? 'approve');
-      const reply = 'rejected' in decided ? { approval: approvalView(decided.rejected, currency) } : await answer(ctx, gateway, decided.run, currency);
+      const reply: DecisionReply = 'rejected' in decided ? { approval: approvalView(decided.rejected, currency) } : await answer(ctx, gateway, decided.run, currency);
       answers.publish(params.id, reply);
       return reply;
     },
@@ -172,7 +184,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
       const stored = await loadMandate(db, `${params.issuer}/${params.name}`);
       if (!stored) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${params.issuer}/${params.name}`);
       const figures = await budgetOf(db, stored.id, stored.mandate.budget.total_micros);
-      return { mandate: stored.document, budget: budgetView(stored.mandate.budget.currency, figures) };
+      return { mandate: mandateDocument(stored.document), budget: budgetView(stored.mandate.budget.currency, figures) };
     },
 
     'list-accounts': async ({ query }: OperationRequest<'list-accounts'>) => ({
@@ -181,7 +193,13 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(
     }),
 
     'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),
-  };
+  } satisfies Handlers;
+}
+
+/** Builds the gateway's Koa app; `close()` ends its MCP sessions. */
+export function createGatewayApp(options: GatewayAppOptions): { app: Koa; close(): Promise<void> } {
+  const { db, gateway, registry } = options;
+  const handlers: GatewayHandlers = gatewayHandlers(options, new ApprovalAnswers<DecisionReply>());
 
   const app = new Koa();
   app.use(requestLog(options.logger, options.extension?.log_principal));
