@@ -1554,6 +1554,50 @@ type Thrown<T> = T extends components['schemas']['ErrorBody'] ? (components['sch
  */
 export type OperationAnswer<K extends OperationId> = Thrown<{ [S in keyof operations[K]['responses']]: Answered<operations[K]['responses'][S]> }[keyof operations[K]['responses']]>;
 
+type AllKeys<S> = S extends unknown ? keyof S : never;
+type At<S, K extends PropertyKey> = S extends unknown ? (K extends keyof S ? S[K] : never) : never;
+type Elements<S> = S extends readonly (infer E)[] ? E : never;
+type Deeper = [never, 0, 1, 2, 3, 4, 5, 6];
+
+/**
+ * The fields `T` has and the document's `S` does not declare, as paths (`.foo`, `.items[].bar`);
+ * never when there are none. A field of `T` known only by an index signature counts as
+ * undeclared unless `S` is open there too. Looks 7 levels deep.
+ */
+export type UndeclaredFields<T, S, P extends string = '', D extends number = 7> = [D] extends [never]
+  ? never
+  : 0 extends 1 & T
+    ? never
+    : unknown extends S
+      ? never
+      : T extends string | number | boolean | bigint | null | undefined | Uint8Array
+        ? never
+        : T extends readonly (infer E)[]
+          ? UndeclaredFields<E, Elements<S>, `${P}[]`, Deeper[D]>
+          : T extends object
+            ? { [K in keyof T & string]-?: K extends AllKeys<S> ? UndeclaredFields<T[K], At<S, K>, `${P}.${K}`, Deeper[D]> : `${P}.${K}` }[keyof T & string]
+            : never;
+
+/** `H` when each of its handlers answers only fields its operation declares; otherwise the offending handler's type names the fields. */
+export type DeclaredOnly<H> = {
+  [K in keyof H]: K extends OperationId
+    ? H[K] extends (...args: never[]) => Promise<infer R>
+      ? [UndeclaredFields<R, OperationAnswer<K>>] extends [never]
+        ? H[K]
+        : { 'answers fields the document does not declare': UndeclaredFields<R, OperationAnswer<K>> }
+      : H[K]
+    : H[K];
+};
+
+/**
+ * Returns `handlers` as given; at compile time, refuses a table in which a handler answers a
+ * field its operation's responses do not declare (TypeScript does not check a returned object
+ * literal for excess fields, so the check is made on the inferred answers).
+ */
+export function declaredOnly<H>(handlers: H & DeclaredOnly<H>): H {
+  return handlers;
+}
+
 /** A handler: refusals are thrown, an answer the document declares is returned. */
 export type Handler<K extends OperationId> = (request: OperationRequest<K>, ctx: Context) => Promise<OperationAnswer<K>>;
 

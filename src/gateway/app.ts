@@ -7,7 +7,7 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { operationTable, schemaDocument, type Handler, type Handlers, type OperationId, type OperationRequest } from '../../generated/gateway/server.ts';
+import { declaredOnly, operationTable, schemaDocument, type Handler, type Handlers, type OperationId, type OperationRequest } from '../../generated/gateway/server.ts';
 import type { components } from '../../generated/gateway/types.ts';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
 import { mandateDocument, mandateSchema, manifestDocument, manifestSchema } from '../contracts/schemas.ts';
@@ -103,7 +103,7 @@ export type GatewayHandlers = { [K in keyof ReturnType<typeof gatewayHandlers>]:
 /** The handlers of the gateway's own operations (gateway §5); a composition above it wraps or adds to them. */
 function gatewayHandlers(options: GatewayAppOptions, answers: ApprovalAnswers<DecisionReply>) {
   const { db, gateway, registry, clearing, currency } = options;
-  return {
+  const handlers = {
     health: async () => ({ ok: true }),
 
     'search-agents': async ({ query }: OperationRequest<'search-agents'>) => {
@@ -194,6 +194,7 @@ function gatewayHandlers(options: GatewayAppOptions, answers: ApprovalAnswers<De
 
     'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),
   } satisfies Handlers;
+  return declaredOnly(handlers);
 }
 
 /** Builds the gateway's Koa app; `close()` ends its MCP sessions. */

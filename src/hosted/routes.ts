@@ -6,7 +6,7 @@
  */
 import type Koa from 'koa';
 import type { Knex } from 'knex';
-import type { OperationAnswer, OperationId, OperationRequest } from '../../generated/gateway/server.ts';
+import { declaredOnly, type OperationAnswer, type OperationId, type OperationRequest } from '../../generated/gateway/server.ts';
 import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
 import { mandateDocument } from '../contracts/schemas.ts';
 import { HttpError } from '../http/errors.ts';
@@ -117,7 +117,7 @@ type HostedHandler<K extends OperationId> = (request: OperationRequest<K>, ctx: 
 export function hostedHandlers(deps: HostedRouteDeps, defaults: GatewayHandlers): Partial<Record<OperationId, MountedHandler>> {
   const { db, clearing } = deps;
 
-  const own: { [K in OperationId]?: HostedHandler<K> } = {
+  const own = {
     ...endpointHandlers(deps),
 
     'search-agents': async (request: OperationRequest<'search-agents'>, ctx, principal) => {
@@ -281,10 +281,11 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: GatewayHandlers)
       const balance = await readAccountBalance(clearing, { name: body.account, account: body.account }).catch(clearingFailure);
       return { ...credited, balance: balance?.balance ?? credited.amount };
     },
-  };
+  } satisfies { [K in OperationId]?: HostedHandler<K> };
+
 
   const fallbacks: Partial<Record<string, MountedHandler>> = { ...defaults, ...deps.github };
-  const owned: Partial<Record<string, HostedHandler<any>>> = own;
+  const owned: Partial<Record<string, (request: any, ctx: Koa.Context, principal: Principal) => Promise<unknown>>> = declaredOnly(own);
   const table: Partial<Record<OperationId, MountedHandler>> = {};
   for (const [operation, kinds] of Object.entries(OPERATION_PRINCIPALS)) {
     const handler = owned[operation];
