@@ -42,7 +42,7 @@ async function generate(name: string): Promise<void> {
     logs: { level: 'silent' },
   });
 
-  await writeFile(path.join(out, 'server.ts'), banner(`${name}.yaml`) + renderServerStub(document));
+  await writeFile(path.join(out, 'server.ts'), banner(`${name}.yaml`) + renderServerStub(document, name));
 }
 
 for (const name of documents) await generate(name);

@@ -45,11 +45,13 @@ export type AdmissionCode =
   | 'allowed';
 
 /** The answer of {@link checkCall}: a decision, its code, and a sentence naming the figures. */
-export interface Admission {
-  decision: Decision;
-  code: AdmissionCode;
-  reason: string;
-}
+export type Admission =
+  | { decision: 'allow'; code: 'allowed'; reason: string }
+  | { decision: 'approve'; code: 'approval_listed' | 'approval_above'; reason: string }
+  | { decision: 'deny'; code: DenialCode; reason: string };
+
+/** The codes of a `deny`: each is the code of the call's 403 answer and of its receipt's `error`. */
+export type DenialCode = Exclude<AdmissionCode, 'allowed'>;
 
 /** What admission needs to know about the call besides the two documents. */
 export interface CallContext {
@@ -76,7 +78,7 @@ const REMOTE_RUNTIMES = new Set(['mcp', 'webhook', 'a2a']);
  */
 export function checkCall(mandate: Mandate, manifest: Manifest, worstCase: WorstCase, context: CallContext): Admission {
   const agent = `${manifest.id}@${manifest.version}`;
-  const deny = (code: AdmissionCode, reason: string): Admission => ({ decision: 'deny', code, reason });
+  const deny = (code: DenialCode, reason: string): Admission => ({ decision: 'deny', code, reason });
   const money = (micros: Micros): string => `${formatMoney(micros)} ${mandate.budget.currency}`;
 
   if (mandate.expires_at_ms !== null && context.now_ms >= mandate.expires_at_ms) {

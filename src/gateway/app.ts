@@ -6,40 +6,20 @@
  * layer) comes in as extensions (`extension.ts`): the gateway imports nothing built above it.
  */
 import Koa from 'koa';
-import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { operationTable, schemaDocument, type OperationRequest } from '../../generated/gateway/server.ts';
+import { operationTable, schemaDocument } from '../../generated/gateway/server.ts';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
 import { mandateSchema, manifestSchema } from '../contracts/schemas.ts';
-import { HttpError } from '../http/errors.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
 import { requestLog } from '../http/request-log.ts';
-import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
+import { errorBodies, mountOperations } from '../http/mount.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
-import { balancesPage, DEFAULT_ACCOUNTS_PAGE, type ListedAccount } from './account-pages.ts';
-import { approvalOutcome, approvalView, pendingApprovals, readApproval } from './approvals.ts';
-import { answer, mandateRequired } from './call-answer.ts';
-import { searchAgents } from './catalogue.ts';
-import type { ClearingPort } from './clearing.ts';
-import { closeExpiredApprovals, decideApproval } from './decisions.ts';
 import type { GatewayAppExtension } from './extension.ts';
-import type { Gateway } from './lifecycle.ts';
-import { budgetOf, budgetView, loadMandate } from './mandates.ts';
-import type { Outbox } from './outbox.ts';
-import type { Registry } from './registry.ts';
-import { listReceiptTrees, readReceipt, RECEIPT_PAGE, treeOf } from './receipts.ts';
+import { gatewayHandlers, type DecisionReply, type GatewayHandlerDeps } from './handlers.ts';
 
 /** Options of `createGatewayApp`. */
-export interface GatewayAppOptions {
-  db: Knex;
-  gateway: Gateway;
-  registry: Registry;
-  clearing: ClearingPort;
-  outbox: Outbox;
-  /** The clearing accounts `GET /v0/accounts` shows, by the name it shows them under. */
-  accounts: () => Promise<ListedAccount[]>;
-  currency: string;
+export interface GatewayAppOptions extends GatewayHandlerDeps {
   /** The DNS-rebinding gate of every path but `/healthz`: the names this gateway answers to, and whether only loopback peers are served. */
   access: Pick<HostGateOptions, 'hosts' | 'loopback_peers_only'>;
   logger: Logger;
@@ -49,99 +29,7 @@ export interface GatewayAppOptions {
 
 /** Builds the gateway's Koa app. */
 export function createGatewayApp(options: GatewayAppOptions): Koa {
-  const { db, gateway, registry, clearing, currency } = options;
-  const answers = new ApprovalAnswers();
-
-  const handlers: Record<string, MountedHandler> = {
-    health: async () => ({ ok: true }),
-
-    'search-agents': async ({ query }: OperationRequest<'search-agents'>) => {
-      const mandate = query.mandate ? await loadMandate(db, query.mandate) : null;
-      if (query.mandate && !mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
-      return { agents: searchAgents(registry, await gateway.measured(), mandate, query) };
-    },
-
-    'read-agent': async ({ params }: OperationRequest<'read-agent'>) => {
-      const ref = `${params.ns}/${params.name}`;
-      let listed;
-      try {
-        listed = registry.resolve(ref);
-      } catch (error) {
-        throw new HttpError(422, 'invalid_request', (error as Error).message);
-      }
-      if (!listed) throw new HttpError(404, 'no_such_agent', registry.missing(ref));
-      const stats = (await gateway.measured([listed.loaded.manifest.id])).get(listed.loaded.manifest.id) ?? { runs: 0, successes: 0 };
-      return {
-        manifest: listed.document,
-        proprietary: listed.loaded.manifest.license === 'proprietary',
-        published: listed.published,
-        versions: registry.versionsOf(listed.loaded.manifest.id),
-        measured: { runs: stats.runs, successes: stats.successes, success_rate: stats.runs === 0 ? null : stats.successes / stats.runs },
-      };
-    },
-
-    call: async ({ body }: OperationRequest<'call'>, ctx) => {
-      if (body.mandate === undefined) throw mandateRequired();
-      const result = await gateway.call({ ...body, mandate: body.mandate });
-      return answer(ctx, gateway, result, result.receipt.currency);
-    },
-
-    'list-approvals': async () => {
-      await closeExpiredApprovals(db);
-      return { approvals: (await pendingApprovals(db)).map((row) => approvalView(row, currency)) };
-    },
-
-    'read-approval': async ({ params, query }: OperationRequest<'read-approval'>) => {
-      await closeExpiredApprovals(db);
-      const deadline_ms = Date.now() + (query.wait_s ?? 0) * 1000;
-      for (;;) {
-        const row = await readApproval(db, params.id);
-        if (!row) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
-        const result = answers.get(row.id);
-        const outcome = await approvalOutcome(db, row);
-        // An approved call counts as decided for the waiter once it has ended (its answer published, or its receipt closed).
-        const waiting = row.status === 'pending' || (row.status === 'approved' && !result && !outcome);
-        if (!waiting || Date.now() >= deadline_ms) {
-          return { approval: approvalView(row, currency), ...(result && row.status === 'approved' ? { result: result.body } : {}), ...(outcome ? { outcome } : {}) };
-        }
-        await answers.wait(row.id, deadline_ms - Date.now());
-      }
-    },
-
-    'decide-approval': async ({ params, body }: OperationRequest<'decide-approval'>, ctx) => {
-      if (body.run === false) throw new HttpError(422, 'invalid_request', 'invalid request: {"run": false} (grant without running) is offered by the hosted gateway only');
-      const decided = await decideApproval(db, gateway, params.id, body.decision ?? 'approve');
-      const reply = 'rejected' in decided ? { approval: approvalView(decided.rejected, currency) } : await answer(ctx, gateway, decided.run, currency);
-      answers.publish(params.id, reply);
-      return reply;
-    },
-
-    'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => {
-      if (query.mandate && !(await loadMandate(db, query.mandate))) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
-      return listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? RECEIPT_PAGE.default, cursor: query.cursor });
-    },
-
-    'read-receipt': async ({ params }: OperationRequest<'read-receipt'>) => {
-      const receipt = await readReceipt(db, params.id);
-      if (!receipt) throw new HttpError(404, 'no_such_receipt', `there is no receipt ${params.id}`);
-      return treeOf(db, receipt);
-    },
-
-    'read-mandate': async ({ params }: OperationRequest<'read-mandate'>) => {
-      const stored = await loadMandate(db, `${params.issuer}/${params.name}`);
-      if (!stored) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${params.issuer}/${params.name}`);
-      const figures = await budgetOf(db, stored.id, stored.mandate.budget.total_micros);
-      return { mandate: stored.document, budget: budgetView(stored.mandate.budget.currency, figures) };
-    },
-
-    'list-accounts': async ({ query }: OperationRequest<'list-accounts'>) => ({
-      currency,
-      ...(await balancesPage(clearing, await options.accounts(), query.cursor ?? null, query.limit ?? DEFAULT_ACCOUNTS_PAGE)),
-    }),
-
-    'list-settlements': async ({ query }: OperationRequest<'list-settlements'>) => ({ settlements: await options.outbox.list(query.status) }),
-  };
-
+  const handlers = gatewayHandlers(options, new ApprovalAnswers<DecisionReply>());
   const { extensions } = options;
   const app = new Koa();
   app.use(requestLog(options.logger, extensions.find((extension) => extension.log_principal)?.log_principal));
@@ -153,10 +41,10 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
   );
   const rpc_paths = extensions.flatMap((extension) => extension.rpc_paths ?? []);
   app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths, cross_origin: extensions.find((extension) => extension.cross_origin)?.cross_origin }));
-  // The schema files the document's description links to, as `openapi/` holds them (README "Contract first").
+  // The schema files the document's description links to, as `openapi/` holds them (docs/contributors.md "Contract first").
   app.use(servedDocuments(gatewayDocument, 'Holon gateway', { '/manifest.schema.json': manifestSchema, '/mandate.schema.json': mandateSchema }));
   for (const middleware of extensions.flatMap((extension) => extension.middleware ?? [])) app.use(middleware);
-  const table = extensions.reduce((built, extension) => extension.handlers?.(built) ?? built, handlers);
+  const table = extensions.find((extension) => extension.handlers)?.handlers?.(handlers) ?? handlers;
   mountOperations(app, { table: operationTable, schemaDocument, handlers: table });
   return app;
 }

@@ -15,13 +15,13 @@ export const MAX_ANSWERS = 1000;
 /** How long one request may wait for a decision: 60 seconds (the `wait_s` maximum). */
 export const MAX_WAIT_MS = 60_000;
 
-/** Published answers and the requests waiting for them, by approval id. */
-export class ApprovalAnswers {
-  private readonly answers = new Map<string, { body: unknown; at_ms: number }>();
+/** Published answers (of type `Body`) and the requests waiting for them, by approval id. */
+export class ApprovalAnswers<Body> {
+  private readonly answers = new Map<string, { body: Body; at_ms: number }>();
   private readonly waiters = new Map<string, Set<() => void>>();
 
   /** Records `body`, the answer `POST /v0/approvals/{id}` gave the approver, and wakes whoever waits for it. */
-  publish(id: string, body: unknown): void {
+  publish(id: string, body: Body): void {
     this.answers.delete(id);
     this.answers.set(id, { body, at_ms: Date.now() });
     // A Map iterates in insertion order: the first key is the oldest answer.
@@ -31,7 +31,7 @@ export class ApprovalAnswers {
   }
 
   /** The answer of approval `id` while it is kept (`{ body }`), else null. */
-  get(id: string): { body: unknown } | null {
+  get(id: string): { body: Body } | null {
     const found = this.answers.get(id);
     if (!found) return null;
     if (Date.now() - found.at_ms > ANSWER_TTL_MS) {

@@ -9,7 +9,7 @@ import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
 import { int, iso } from '../db/index.ts';
 import { formatMoney, type Micros } from '../contracts/money.ts';
-import { readReceipt } from './receipts.ts';
+import { readReceipt, type ReceiptError, type ReceiptStatus } from './receipts.ts';
 
 /** How long an approval waits for a decision. */
 export const APPROVAL_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -140,9 +140,10 @@ export function approvalView(row: ApprovalRow, currency: string) {
 /** How an approval's call ended (`ApprovalOutcome` of `openapi/gateway.yaml`). */
 export interface ApprovalOutcome {
   receipt: string;
-  status: string;
+  /** How the call ended: never `running` or `pending_approval` (then there is no outcome yet). */
+  status: Exclude<ReceiptStatus, 'running' | 'pending_approval'>;
   billed: boolean;
-  error: { code: string; message: string } | null;
+  error: ReceiptError | null;
 }
 
 /**

@@ -4,6 +4,7 @@
  * the hosted gateway's (its idempotent calls, its agent keys' calls).
  */
 import type Koa from 'koa';
+import type { components } from '../../generated/gateway/types.ts';
 import { HttpError, invalidRequest } from '../http/errors.ts';
 import { approvalView } from './approvals.ts';
 import type { CallResult, Gateway } from './lifecycle.ts';
@@ -16,8 +17,13 @@ import type { CallResult, Gateway } from './lifecycle.ts';
 export const mandateRequired = (): HttpError =>
   invalidRequest('invalid request: body.mandate is required: name the mandate the call runs under (only an agent key may leave it out, its calls run under its mandate)');
 
+type Schemas = components['schemas'];
+
+/** A call's answer (gateway §5): its output (200), the approval it waits for (202), or its refusal; each with the receipt. */
+export type CallAnswer = Schemas['CallSucceeded'] | Schemas['CallPending'] | Schemas['CallRefused'];
+
 /** Sets a call's HTTP answer: gateway §5's status and `{output, receipt}`, `{approval, receipt}` or `{error, code, receipt}`; `Retry-After` and `Server-Timing` when the result has them. */
-export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<unknown> {
+export async function answer(ctx: Koa.Context, gateway: Gateway, result: CallResult, currency: string): Promise<CallAnswer> {
   ctx.status = result.http;
   if (result.retry_after_s !== undefined) ctx.set('Retry-After', String(result.retry_after_s));
   if (result.server_timing !== undefined) ctx.set('Server-Timing', result.server_timing);

@@ -9,13 +9,13 @@ import { formatMoney } from '../contracts/money.ts';
 import { HttpError } from '../http/errors.ts';
 import { decide, expireApprovals, lockApproval, type ApprovalRow } from './approvals.ts';
 import type { CallResult, Gateway } from './lifecycle.ts';
-import { readReceipt, saveReceipt } from './receipts.ts';
+import { readReceipt, saveReceipt, type ReceiptError } from './receipts.ts';
 
 /** What a decision produced: the run's result, or the rejected approval. */
 export type DecisionResult = { run: CallResult } | { rejected: ApprovalRow };
 
 /** Closes a held call's receipt with `status` and `code` (nothing ran, nothing was billed). */
-async function closeHeldReceipt(db: Knex | Knex.Transaction, id: string, status: 'rejected' | 'failed', code: string, message: string): Promise<void> {
+async function closeHeldReceipt(db: Knex | Knex.Transaction, id: string, status: 'rejected' | 'failed', code: ReceiptError['code'], message: string): Promise<void> {
   const receipt = await readReceipt(db, id);
   if (receipt) await saveReceipt(db, { ...receipt, status, error: { code, message } }, rootMandateOf(receipt.mandate));
 }

@@ -10,9 +10,11 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { Database } from '../db/index.ts';
 import type { HostGateOptions } from '../http/host-gate.ts';
+import type { OperationId } from '../../generated/gateway/server.ts';
 import type { MountedHandler } from '../http/mount.ts';
 import type { AgentAccess } from './agent-access.ts';
 import type { ClearingPort } from './clearing.ts';
+import type { GatewayHandlers } from './handlers.ts';
 import type { Gateway } from './lifecycle.ts';
 import type { Outbox } from './outbox.ts';
 import type { Registry } from './registry.ts';
@@ -32,15 +34,15 @@ export interface GatewayParts {
 /**
  * What one composition adds to the gateway's app; every hook is optional. The app takes a list
  * of them, in order (e.g. the hosted layer, then the MCP server): their middleware run in that
- * order after the gate and before the routes, each `handlers` builds over the table the previous
- * ones left, every `onUnexpected` and `recover` is called, and the first `log_principal` and
- * `cross_origin` given are used.
+ * order after the gate and before the routes, every `onUnexpected` and `recover` is called, and
+ * the first `handlers`, `log_principal` and `cross_origin` given are used (only the hosted layer
+ * builds a handler table; the MCP server adds none).
  */
 export interface GatewayAppExtension {
   /** Middleware run before the routes, e.g. resolving the principal, or serving `/mcp`. */
   middleware?: Koa.Middleware[];
-  /** The handler table built over the one it is given, e.g. scoping each operation. */
-  handlers?(defaults: Record<string, MountedHandler>): Record<string, MountedHandler>;
+  /** The handler table mounted instead of the gateway's own, built over them (e.g. scoping each operation); an operation it leaves out is not offered. */
+  handlers?(defaults: GatewayHandlers): Partial<Record<OperationId, MountedHandler>>;
   /** Paths whose DNS-rebinding refusal is a JSON-RPC error (`HostGateOptions.rpc_paths`), e.g. `/mcp`. */
   rpc_paths?: readonly string[];
   /** Called after an unexpected failure (answered 500) is logged, e.g. to stop the process when the database failed. */

@@ -18,7 +18,8 @@ import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 import { chargeFor, worstCase, type Outcome, type WorstCase } from '../contracts/pricing.ts';
 import { splitCharge, splitLines } from '../contracts/split.ts';
 import type { Runtime, RunOutcome, Delegate, FileLink } from '../runtimes/types.ts';
-import { HttpError } from '../http/errors.ts';
+import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
+import { agentCode, HttpError } from '../http/errors.ts';
 import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
 import { rankingRate, readMeasured } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
@@ -26,7 +27,7 @@ import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeParams, closeReservation, loadMandate, reserveParams, subMandateParams, type BudgetFigures, type StoredMandate } from './mandates.ts';
 import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
-import { costView, nextReceiptId, now, readReceipt, receiptParams, saveReceipt, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptTree } from './receipts.ts';
+import { costView, nextReceiptId, now, readReceipt, receiptParams, saveReceipt, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
 import { FINISH_CALL, RESERVE_CALL } from './call-writes.ts';
 import { PhaseClock } from './server-timing.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
@@ -56,7 +57,7 @@ export interface CallResult {
   http: 200 | 202 | 403 | 404 | 422 | 502 | 503;
   receipt: Receipt;
   output?: unknown;
-  error?: { code: string; message: string };
+  error?: ReceiptError;
   approval?: ApprovalRow;
   /** What the payer paid for this call and its passthrough downstream calls. */
   total_micros: Micros;
@@ -142,7 +143,7 @@ class Stop extends Error {
   constructor(
     readonly status: Receipt['status'],
     readonly http: CallResult['http'],
-    readonly code: string,
+    readonly code: GatewayErrorCode,
     message: string,
     readonly retry_after_s?: number,
   ) {
@@ -641,12 +642,12 @@ export class Gateway {
   }
 
   /** The run's outcome as billing and the receipt see it (gateway §2 table, §1 step 6). */
-  private judge(outcome: RunOutcome, agent: ListedAgent): { billing: Outcome; error: { code: string; message: string } | null; output?: unknown } {
+  private judge(outcome: RunOutcome, agent: ListedAgent): { billing: Outcome; error: ReceiptError | null; output?: unknown } {
     if (outcome.kind === 'failure') return { billing: { kind: 'failed' }, error: { code: outcome.code, message: outcome.message } };
     if (outcome.kind === 'error') {
       // An agent reporting one of the gateway's own codes would make its receipt lie about who failed: it is an agent error.
       if (GATEWAY_ERROR_CODES.has(outcome.code)) return { billing: { kind: 'failed' }, error: { code: 'agent_error', message: `the agent reported the gateway's own code ${outcome.code}: ${outcome.message}` } };
-      return { billing: { kind: 'agent_error', code: outcome.code }, error: { code: outcome.code, message: outcome.message } };
+      return { billing: { kind: 'agent_error', code: outcome.code }, error: { code: agentCode(outcome.code), message: outcome.message } };
     }
     const problems = agent.loaded.check.output(outcome.output);
     if (problems) return { billing: { kind: 'failed' }, error: { code: 'invalid_output', message: `the output does not match ${agentRef(agent.loaded.manifest)}'s interface: ${problems.join('; ')}` } };
@@ -661,7 +662,7 @@ export class Gateway {
   private async finish(
     call: Call,
     holdId: string | null,
-    result: { own_micros: Micros; downstream_micros: Micros; error: { code: string; message: string } | null; output?: unknown; succeeded: boolean },
+    result: { own_micros: Micros; downstream_micros: Micros; error: ReceiptError | null; output?: unknown; succeeded: boolean },
   ): Promise<CallResult> {
     const manifest = call.agent!.loaded.manifest;
     const chain = lineageChain(manifest, (ref) => this.deps.registry.manifestOf(ref));

@@ -6,7 +6,8 @@
 import type { Knex } from 'knex';
 import { iso } from '../db/index.ts';
 import { namedStatement, runnerOf } from '../db/raw-sql.ts';
-import { HttpError } from '../http/errors.ts';
+import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
+import { HttpError, type AgentCode } from '../http/errors.ts';
 import { formatMoney, parseMoney, type Micros } from '../contracts/money.ts';
 
 /** How a request ended (or `running` while it runs). */
@@ -31,8 +32,17 @@ export interface Receipt {
   splits: Array<{ to: string; amount: string }>;
   children: string[];
   duration_ms: number;
-  error: { code: string; message: string } | null;
+  error: ReceiptError | null;
   created_at: string;
+}
+
+/**
+ * Why a call did not succeed (gateway §4): one of the gateway's own codes (`ErrorCode` of
+ * `openapi/gateway.yaml`), or the code the agent declared and reported (`AgentErrorCode`).
+ */
+export interface ReceiptError {
+  code: GatewayErrorCode | AgentCode;
+  message: string;
 }
 
 /** A receipt with its children expanded, in call order. */

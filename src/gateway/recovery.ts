@@ -13,7 +13,7 @@ import { parseMoney, type Micros } from '../contracts/money.ts';
 import { closeStrandedApprovals } from './decisions.ts';
 import { closeReservation } from './mandates.ts';
 import type { Outbox } from './outbox.ts';
-import { childrenOf, costView, runningReceipts, saveReceipt, type Receipt } from './receipts.ts';
+import { childrenOf, costView, runningReceipts, saveReceipt, type Receipt, type ReceiptError } from './receipts.ts';
 
 /**
  * What the payer of an interrupted call paid for its finished downstream calls: the passthrough
@@ -43,7 +43,7 @@ export async function closeInterrupted(db: Knex, outbox: Outbox, dead: readonly 
       const { receipt, hold_id } = still;
       const children = (await childrenOf(trx, receipt.id)).map((child) => child.id);
       const downstream_micros = await paidDownstream(trx, receipt);
-      const error = { code: 'gateway_restarted', message: 'the gateway restarted while this call ran; nothing was billed' };
+      const error: ReceiptError = { code: 'gateway_restarted', message: 'the gateway restarted while this call ran; nothing was billed' };
       await saveReceipt(trx, { ...receipt, status: 'failed', billed: false, cost: costView(0, downstream_micros), children, error }, rootMandateOf(receipt.mandate));
       await closeReservation(trx, receipt.id, downstream_micros > 0 ? downstream_micros : null);
       if (hold_id) await outbox.write(trx, [{ operation: 'release-hold', receipt: receipt.id, body: { holdId: hold_id, reason: 'gateway restarted' } }]);

@@ -10,7 +10,7 @@
 import type Koa from 'koa';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { worstCase } from '../contracts/pricing.ts';
-import { HttpError } from '../http/errors.ts';
+import { agentCode, HttpError } from '../http/errors.ts';
 import { agentRef, type ListedAgent, type Registry } from '../gateway/registry.ts';
 import type { Runtime } from '../runtimes/types.ts';
 import { clientAddress, consume } from './limits.ts';
@@ -98,7 +98,8 @@ export function demoRunner(deps: DemoDeps) {
         throw new Error('a demo run cannot delegate');
       },
     });
-    if (outcome.kind !== 'output') throw new HttpError(502, outcome.code, `${agentRef(manifest)} failed: ${outcome.message}; nothing was billed`);
+    // A declared error answers with the agent's own code (`AgentErrorCode`), a runtime failure with the gateway's.
+    if (outcome.kind !== 'output') throw new HttpError(502, outcome.kind === 'error' ? agentCode(outcome.code) : outcome.code, `${agentRef(manifest)} failed: ${outcome.message}; nothing was billed`);
     const invalid = agent.loaded.check.output(outcome.output);
     if (invalid) throw new HttpError(502, 'invalid_output', `the output does not match ${agentRef(manifest)}'s interface: ${invalid.join('; ')}`);
     return { agent: agentRef(manifest), output: outcome.output, billed: false as const };

@@ -18,7 +18,7 @@ import { publicationView, type PublicationView } from './publish.ts';
 export interface EarningsDeps {
   db: Knex;
   /** The evaluation results of `ns/name@x.y.z` (public cases in detail, hidden as pass/fail); none until the evaluation runner is wired. */
-  evaluationsOf: (agent: string) => Promise<unknown[]>;
+  evaluationsOf: (agent: string) => Promise<Record<string, unknown>[]>;
   /** Whether the author set an endpoint credential for agent `ns/name` (never the credential itself). */
   credentialSet: (id: string) => Promise<boolean>;
 }
@@ -108,7 +108,7 @@ export function earningsByDay(byDay: Map<string, Micros>, now: Date): Array<{ da
 /** One version in the author's view (`MyAgentVersion` of `openapi/gateway.yaml`). */
 export interface MyVersion extends PublicationView {
   credential_set: boolean;
-  evaluations: unknown[];
+  evaluations: Record<string, unknown>[];
   earned: { calls: number; share: string; royalties: string; total: string };
 }
 

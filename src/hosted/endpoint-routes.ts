@@ -11,6 +11,7 @@ import { stringify } from 'yaml';
 import type { OperationRequest } from '../../generated/gateway/server.ts';
 import { ContractError } from '../contracts/errors.ts';
 import { validateManifest } from '../contracts/manifest.ts';
+import { manifestDocument } from '../contracts/schemas.ts';
 import { HttpError } from '../http/errors.ts';
 import { createWebhookRuntime } from '../runtimes/webhook.ts';
 import type { Delegate } from '../runtimes/types.ts';
@@ -125,7 +126,7 @@ export function endpointHandlers(deps: EndpointRouteDeps) {
       if (outcome.kind === 'error') throw new HttpError(502, 'agent_error', `the endpoint answered the example with error ${outcome.code} (${outcome.message}): draft from an input it succeeds on`);
       boundedExample(outcome.output, "the endpoint's answer");
       const manifest = validDraft({ ...fields, output: outcome.output });
-      return { manifest, yaml: stringify(manifest) };
+      return { manifest: manifestDocument(manifest), yaml: stringify(manifest) };
     },
   };
 }

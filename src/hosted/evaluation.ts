@@ -56,8 +56,8 @@ export interface CaseResult {
   got?: CaseAnswer;
 }
 
-/** One (version, capability) evaluation as stored. */
-export interface EvaluationView {
+/** One (version, capability) evaluation as stored (a type, not an interface, so it fits the document's open `evaluations` objects). */
+export type EvaluationView = {
   agent: string;
   version: string;
   capability: string;
@@ -70,7 +70,7 @@ export interface EvaluationView {
   error: string | null;
   started_at: string;
   finished_at: string | null;
-}
+};
 
 /** An answer as stored: outputs over {@link MAX_STORED_ANSWER_CHARS} are replaced by their size. */
 function stored(got: Got): CaseAnswer {

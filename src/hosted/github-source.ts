@@ -6,6 +6,7 @@
  * are public): `GET /repos/{owner}/{repo}` and `GET /orgs/{org}/public_members/{login}` (204
  * member, 404 not). GitHub's base URLs are settings, so tests run against a local stand-in.
  */
+import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
 import { HttpError } from '../http/errors.ts';
 import { GITHUB_TIMEOUT_MS } from './github.ts';
 import type { HostedSettings } from './settings.ts';
@@ -16,7 +17,7 @@ export interface LinkedGithub {
   login: string;
 }
 
-const refuse = (status: number, code: string, sentence: string) => new HttpError(status, code, sentence);
+const refuse = (status: number, code: GatewayErrorCode, sentence: string) => new HttpError(status, code, sentence);
 
 /**
  * `https://github.com/<owner>/<repo>` (optionally `.git` or a trailing slash) as its owner and

@@ -14,7 +14,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
 import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
-import type { MountedHandler } from '../http/mount.ts';
+import type { Handler } from '../../generated/gateway/server.ts';
 import { createAccountRows, creditSignup, type AccountDeps } from './accounts.ts';
 import { GITHUB_SIGN_IN_OFF } from './features.ts';
 import { normalizeHandle, refuseReserved } from './handles.ts';
@@ -22,7 +22,7 @@ import { mintKey, sha256, SIGNIN_KEY_TTL_MS } from './keys.ts';
 import type { HostedSettings } from './settings.ts';
 
 /** The handlers of the three sign-in operations. */
-export type GithubHandlers = Record<'github-signin' | 'github-callback' | 'github-exchange', MountedHandler>;
+export type GithubHandlers = { [K in 'github-signin' | 'github-callback' | 'github-exchange']: Handler<K> };
 
 /** How long a sign-in `state` is accepted: 10 minutes. */
 export const STATE_TTL_MS = 10 * 60_000;
@@ -44,7 +44,7 @@ class LoginError extends Error {
 
 /** The handlers when sign-in is off. */
 export function githubOff(): GithubHandlers {
-  const off: MountedHandler = async () => {
+  const off = async (): Promise<never> => {
     throw new HttpError(503, 'github_signin_off', `${GITHUB_SIGN_IN_OFF}: sign up with POST /v0/signup`);
   };
   return { 'github-signin': off, 'github-callback': off, 'github-exchange': off };

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { Knex } from 'knex';
 import { HttpError } from '../http/errors.ts';
-import { answer } from '../gateway/call-answer.ts';
+import { answer, type CallAnswer } from '../gateway/call-answer.ts';
 import { approvalView, lockApproval } from '../gateway/approvals.ts';
 import type { CallOptions, CallRequest, CallResult, Gateway, ReceiptRecorder } from '../gateway/lifecycle.ts';
 import { readReceipt } from '../gateway/receipts.ts';
@@ -44,7 +44,7 @@ export async function interruptRunningClaims(db: Knex, dead: readonly number[], 
 const bodyHash = (body: unknown): string => createHash('sha256').update(JSON.stringify(body)).digest('hex');
 
 /** Answers a claim already made: replay, 409 or 422. */
-async function answerClaimed(db: Knex, gateway: Gateway, ctx: Koa.Context, claim: Record<string, any>, hash: string): Promise<unknown> {
+async function answerClaimed(db: Knex, gateway: Gateway, ctx: Koa.Context, claim: Record<string, any>, hash: string): Promise<CallAnswer> {
   const key = claim.idempotency_key as string;
   if (claim.request_sha256 !== hash) {
     throw new HttpError(422, 'idempotency_key_reused', `the Idempotency-Key ${key} was used with a different body: use a new key for a different call`);
@@ -61,7 +61,7 @@ async function answerClaimed(db: Knex, gateway: Gateway, ctx: Koa.Context, claim
     const approval = await db.transaction((trx) => lockApproval(trx, receipt.approval!));
     return { approval: approvalView(approval!, receipt.currency), receipt: tree, replayed: true };
   }
-  return { error: receipt.error?.message ?? 'the call did not succeed', code: receipt.error?.code ?? 'failed', receipt: tree, replayed: true };
+  return { error: receipt.error?.message ?? 'the call did not succeed', code: receipt.error?.code ?? 'gateway_error', receipt: tree, replayed: true };
 }
 
 /** Thrown inside a receipt's transaction when another request holds the key: the transaction rolls back, nothing of this request stays. */
@@ -90,7 +90,7 @@ function claimRecorder(owner: { key_prefix: string; idempotency_key: string; req
  * allows, only for the call the approval holds (else 409 `approval_mismatch`, the grant left
  * unused); with an `Idempotency-Key`, at most once per API key. Throws 422 for a malformed key.
  */
-export async function idempotentCall(deps: { db: Knex; gateway: Gateway }, ctx: Koa.Context, principal: Principal, body: CallBody): Promise<unknown> {
+export async function idempotentCall(deps: { db: Knex; gateway: Gateway }, ctx: Koa.Context, principal: Principal, body: CallBody): Promise<CallAnswer> {
   const { db, gateway } = deps;
   const { approval: approval_id, ...request } = body;
   const key = ctx.get('idempotency-key');

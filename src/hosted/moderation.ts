@@ -54,7 +54,7 @@ export async function disableAccount(deps: ModerationDeps, handle: string, reaso
     return { revoked: revoked.length, yanked };
   });
   for (const publication of yanked) deps.registry.unlist(publication.id, publication.version);
-  return { handle, disabled: true, keys_revoked: revoked, yanked: yanked.map((p) => p.agent) };
+  return { handle, disabled: true as const, keys_revoked: revoked, yanked: yanked.map((p) => p.agent) };
 }
 
 /** The operator's yank of `id@version`, logged with its reason. Throws what {@link yankInTransaction} throws. */

@@ -22,7 +22,8 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { ContractError } from '../contracts/errors.ts';
+import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
+import { ContractError, type ContractErrorCode } from '../contracts/errors.ts';
 import { lineageChain } from '../contracts/lineage.ts';
 import { validateManifest, type LoadedManifest } from '../contracts/manifest.ts';
 import { iso } from '../db/index.ts';
@@ -82,12 +83,21 @@ export function publicationView(row: Record<string, any>, license: string): Publ
   };
 }
 
+/** The contract refusals a manifest's checks raise, each answered 422 with its own code. */
+const MANIFEST_REFUSALS = ['invalid_manifest', 'invalid_schema', 'invalid_money', 'invalid_ref', 'invalid_lineage'] as const satisfies readonly GatewayErrorCode[];
+
+/** 422 with the contract refusal's own code; a code the manifest checks never raise (an agent's report's) answers `invalid_manifest`. */
+function contractRefusal(error: ContractError): HttpError {
+  const own = (code: ContractErrorCode): code is (typeof MANIFEST_REFUSALS)[number] => (MANIFEST_REFUSALS as readonly string[]).includes(code);
+  return new HttpError(422, own(error.code) ? error.code : 'invalid_manifest', error.message);
+}
+
 /** Validates the manifest document; a contract refusal is 422 with its own code. */
 function validated(document: unknown): LoadedManifest {
   try {
     return validateManifest(document);
   } catch (error) {
-    if (error instanceof ContractError) throw new HttpError(422, error.code, error.message);
+    if (error instanceof ContractError) throw contractRefusal(error);
     throw error;
   }
 }
@@ -116,7 +126,7 @@ function checkLineage(registry: Registry, loaded: LoadedManifest): void {
   try {
     lineageChain(loaded.manifest, (ref) => registry.manifestOf(ref));
   } catch (error) {
-    if (error instanceof ContractError) throw new HttpError(422, error.code, error.message);
+    if (error instanceof ContractError) throw contractRefusal(error);
     throw error;
   }
 }

@@ -6,11 +6,13 @@
  */
 import type Koa from 'koa';
 import type { Knex } from 'knex';
-import type { OperationId, OperationRequest } from '../../generated/gateway/server.ts';
+import { declaredOnly, type OperationAnswer, type OperationId, type OperationRequest } from '../../generated/gateway/server.ts';
 import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
+import { mandateDocument } from '../contracts/schemas.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
 import { mandateRequired } from '../gateway/call-answer.ts';
+import type { GatewayHandlers } from '../gateway/handlers.ts';
 import { balancesPage, DEFAULT_ACCOUNTS_PAGE, readAccountBalance, type ListedAccount } from '../gateway/account-pages.ts';
 import { approvalView, lockApproval, pendingApprovals, type ApprovalRow } from '../gateway/approvals.ts';
 import type { ClearingPort } from '../gateway/clearing.ts';
@@ -53,9 +55,9 @@ export interface HostedRouteDeps extends AccountDeps {
   /** What the operator switched on (`features.ts`), answered by `GET /v0/features`. */
   features: Features;
   /** The public catalogue (`src/hosted/catalog.ts`). */
-  catalog: () => Promise<unknown>;
+  catalog: () => Promise<OperationAnswer<'read-catalog'>>;
   /** Runs one demo try (`src/hosted/demo.ts`). */
-  demo: (ns: string, name: string, input: unknown, ctx: Koa.Context) => Promise<unknown>;
+  demo: (ns: string, name: string, input: unknown, ctx: Koa.Context) => Promise<OperationAnswer<'try-demo'>>;
 }
 
 /** The name the platform's fee account (`platform:fees` at the binding) is listed under; a reserved handle, so no account can take it. */
@@ -109,11 +111,14 @@ export function hostedMandate(handle: string, body: Record<string, any>, fx: Rec
   return { ...body, id: `${handle}/${name}`, issuer: handle, budget: { ...budget, currency: 'EUR', fx } };
 }
 
+/** A hosted handler: the operation's validated request and the resolved principal in, an answer its operation declares out (anything else does not compile). */
+type HostedHandler<K extends OperationId> = (request: OperationRequest<K>, ctx: Koa.Context, principal: Principal) => Promise<OperationAnswer<K>>;
+
 /** Builds the hosted handler table over the gateway's defaults; every handler first asks the principal. */
-export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, MountedHandler>): Record<string, MountedHandler> {
+export function hostedHandlers(deps: HostedRouteDeps, defaults: GatewayHandlers): Partial<Record<OperationId, MountedHandler>> {
   const { db, clearing } = deps;
 
-  const own: Partial<Record<OperationId, (request: any, ctx: Koa.Context, principal: Principal) => Promise<unknown>>> = {
+  const own = {
     ...endpointHandlers(deps),
 
     'search-agents': async (request: OperationRequest<'search-agents'>, ctx, principal) => {
@@ -144,7 +149,8 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
     'decide-approval': async (request: OperationRequest<'decide-approval'>, ctx, principal) => {
       await scopedApproval(db, principal, request.params.id);
       if (request.body.run === false && request.body.decision !== 'reject') return { approval: approvalView(await grantApproval(db, request.params.id), 'EUR') };
-      return defaults['decide-approval']({ ...request, body: { decision: request.body.decision } }, ctx);
+      // Granting without running was answered above: what is left is the dev gateway's decision, which runs.
+      return defaults['decide-approval']({ ...request, body: { decision: request.body.decision, run: true } }, ctx);
     },
 
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>, _ctx, principal) => {
@@ -203,7 +209,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       const mandates = [];
       for (const id of await mandatesInScope(db, principal)) {
         const stored = (await loadMandate(db, id))!;
-        mandates.push({ mandate: stored.document, budget: budgetView('EUR', await budgetOf(db, id, stored.mandate.budget.total_micros)) });
+        mandates.push({ mandate: mandateDocument(stored.document), budget: budgetView('EUR', await budgetOf(db, id, stored.mandate.budget.total_micros)) });
       }
       return { mandates };
     },
@@ -216,7 +222,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
         return storeMandate(trx, document, { parent: null, payer: account }).catch(mandateRefused);
       });
       ctx.status = 201;
-      return { mandate: stored.document, budget: budgetView('EUR', await budgetOf(db, stored.id, stored.mandate.budget.total_micros)) };
+      return { mandate: mandateDocument(stored.document), budget: budgetView('EUR', await budgetOf(db, stored.id, stored.mandate.budget.total_micros)) };
     },
 
     'create-key': async ({ body }: OperationRequest<'create-key'>, ctx, principal) => {
@@ -276,14 +282,17 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: Record<string, M
       const balance = await readAccountBalance(clearing, { name: body.account, account: body.account }).catch(clearingFailure);
       return { ...credited, balance: balance?.balance ?? credited.amount };
     },
-  };
+  } satisfies { [K in OperationId]?: HostedHandler<K> };
 
-  const table: Record<string, MountedHandler> = {};
+
+  const fallbacks: Partial<Record<string, MountedHandler>> = { ...defaults, ...deps.github };
+  const owned: Partial<Record<string, (request: any, ctx: Koa.Context, principal: Principal) => Promise<unknown>>> = declaredOnly(own);
+  const table: Partial<Record<OperationId, MountedHandler>> = {};
   for (const [operation, kinds] of Object.entries(OPERATION_PRINCIPALS)) {
-    const handler = own[operation as OperationId];
-    const fallback = defaults[operation] ?? deps.github[operation as 'github-signin'];
+    const handler = owned[operation];
+    const fallback = fallbacks[operation];
     if (!handler && !fallback) continue;
-    table[operation] = async (request, ctx) => {
+    table[operation as OperationId] = async (request, ctx) => {
       const principal = requirePrincipal(ctx, kinds);
       return handler ? handler(request, ctx, principal) : fallback!(request, ctx);
     };

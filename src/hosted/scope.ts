@@ -6,6 +6,7 @@
  */
 import type { Knex } from 'knex';
 import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
+import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
 import { HttpError } from '../http/errors.ts';
 import type { Principal } from './principal.ts';
 
@@ -30,6 +31,6 @@ export async function inScope(db: Knex, principal: Principal, mandate: string): 
 }
 
 /** Throws `404 <code>` ("there is no <what> <id>") unless `mandate` is in the principal's scope. */
-export async function requireScope(db: Knex, principal: Principal, mandate: string, code: string, what: string, id: string): Promise<void> {
+export async function requireScope(db: Knex, principal: Principal, mandate: string, code: Extract<GatewayErrorCode, `no_such_${string}`>, what: string, id: string): Promise<void> {
   if (!(await inScope(db, principal, mandate))) throw new HttpError(404, code, `there is no ${what} ${id}`);
 }

@@ -1,16 +1,39 @@
 /**
  * Refusals as values: a handler throws an `HttpError`, the error middleware answers it as the
- * `{error, code}` body of clearing-contract §7 (and of the gateway's `/v0` API).
+ * `{error, code}` body of clearing-contract §7 (and of the gateway's `/v0` API). Its code is
+ * typed by the documents' `ErrorCode` enums (generated from `openapi/*.yaml`), so a code that
+ * is in neither document does not compile.
  */
+import type { ClearingErrorCode } from '../../generated/clearing/server.ts';
+import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
 
-/** A refusal with its HTTP status, its machine code (clearing-contract §7.2) and a specific sentence (§7.4). */
+/**
+ * Codes the reference binding adds to the clearing-contract §7.2 vocabulary (its last paragraph
+ * lets a binding add its own): 503 `overloaded`, more writes waiting for the ledger than its bound.
+ */
+export type BindingOwnCode = 'overloaded';
+
+/** Every code a server of this repository may answer: the gateway's enum, the clearing contract's, the reference binding's own. */
+export type ErrorCode = GatewayErrorCode | ClearingErrorCode | BindingOwnCode;
+
+/**
+ * A code an agent declares in its manifest's `interface.errors` and reported for a run
+ * (`AgentErrorCode` in `openapi/gateway.yaml`): the hosted demo answers it as its 502's code.
+ * Only {@link agentCode} makes one, so a plain string is never taken for it by mistake.
+ */
+export type AgentCode = string & { readonly agentDeclared: unique symbol };
+
+/** Marks `code`, reported by an agent for a run, as the agent's own code. */
+export const agentCode = (code: string): AgentCode => code as AgentCode;
+
+/** A refusal with its HTTP status, its machine code (clearing-contract §7.2, the gateway's `ErrorCode`) and a specific sentence (§7.4). */
 export class HttpError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ErrorCode | AgentCode;
   /** Extra machine-readable fields merged into the error body (e.g. the figures of an insufficient-funds refusal). */
   readonly details: Record<string, unknown>;
 
-  constructor(status: number, code: string, message: string, details: Record<string, unknown> = {}) {
+  constructor(status: number, code: ErrorCode | AgentCode, message: string, details: Record<string, unknown> = {}) {
     super(message);
     this.status = status;
     this.code = code;

@@ -18,6 +18,7 @@ import { networkInterfaces } from 'node:os';
 import type { Middleware } from 'koa';
 import ipaddr from 'ipaddr.js';
 import { isLoopback } from './access.ts';
+import type { ErrorCode } from './errors.ts';
 
 /** Options of {@link hostGate}. */
 export interface HostGateOptions {
@@ -102,7 +103,7 @@ export function hostGate(options: HostGateOptions): Middleware {
       ctx.status = 403;
       ctx.body = options.rpc_paths.includes(ctx.path)
         ? { jsonrpc: '2.0', error: { code: -32000, message }, id: null }
-        : { error: message, code: 'not_permitted' };
+        : { error: message, code: 'not_permitted' satisfies ErrorCode };
     };
     const peer = ctx.req.socket.remoteAddress;
     if (options.loopback_peers_only && !isLoopback(peer)) {

@@ -11,7 +11,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import addFormats from 'ajv-formats';
 import type { OperationRow } from '../codegen/server-stub.ts';
 import { MAX_BODY_BYTES, readJsonBody } from './body.ts';
-import { HttpError, invalidRequest } from './errors.ts';
+import { HttpError, invalidRequest, type ErrorCode } from './errors.ts';
 import { urlFault } from './wellformed.ts';
 
 /** One row of a generated operation table (any document's table fits). */
@@ -160,12 +160,12 @@ export function errorBodies(unexpected: string, onUnexpected: (error: unknown, c
       const status = (error as { status?: number }).status;
       if (typeof status === 'number' && status >= 400 && status < 500) {
         ctx.status = status;
-        ctx.body = { error: `invalid request: ${(error as Error).message}`, code: 'invalid_request' };
+        ctx.body = { error: `invalid request: ${(error as Error).message}`, code: 'invalid_request' satisfies ErrorCode };
         return;
       }
       onUnexpected(error, ctx);
       ctx.status = 500;
-      ctx.body = { error: unexpected, code: 'internal_error' };
+      ctx.body = { error: unexpected, code: 'internal_error' satisfies ErrorCode };
     }
   };
 }

@@ -19,6 +19,7 @@ import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
 import { rootMandateOf } from '../contracts/mandate.ts';
 import { approvalView, pendingApprovals } from '../gateway/approvals.ts';
 import { searchAgents } from '../gateway/catalogue.ts';
@@ -133,7 +134,7 @@ function buildServer(options: McpOptions & { elicit?: boolean }): McpServer {
     async ({ id, limit }) => {
       if (id === undefined) return result({ receipts: (await listReceiptTrees(db, { mandate: options.mandate, limit: limit ?? 10 })).receipts });
       const receipt = await readReceipt(db, id);
-      if (!receipt || rootMandateOf(receipt.mandate) !== options.mandate) return result({ error: { code: 'no_such_receipt', message: `there is no receipt ${id} under ${options.mandate}` } }, true);
+      if (!receipt || rootMandateOf(receipt.mandate) !== options.mandate) return result({ error: { code: 'no_such_receipt' satisfies GatewayErrorCode, message: `there is no receipt ${id} under ${options.mandate}` } }, true);
       return result({ receipt: await treeOf(db, receipt) });
     },
   );

@@ -4,6 +4,7 @@
  * agent and reports what happened; billing, validation and receipts are the gateway's
  * (gateway §1 "Run", §2).
  */
+import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
 
 /** What a runtime needs to know about the agent it runs (from its manifest, gateway §6). */
 export interface RuntimeTarget {
@@ -81,8 +82,8 @@ export type RunOutcome =
   | { kind: 'error'; code: string; message: string; units: number | null; quote: string | null }
   | { kind: 'failure'; code: RuntimeFailureCode; message: string };
 
-/** Runtime failures, never billed (gateway §2 "Undeclared error, crash, timeout"). */
-export type RuntimeFailureCode = 'timeout' | 'agent_error' | 'runtime_unavailable';
+/** Runtime failures, never billed (gateway §2 "Undeclared error, crash, timeout"); codes of the gateway's `ErrorCode` enum. */
+export type RuntimeFailureCode = Extract<GatewayErrorCode, 'timeout' | 'agent_error' | 'runtime_unavailable'>;
 
 /** A runtime kind's implementation. Never throws for agent misbehaviour: it answers a `RunOutcome`. */
 export interface Runtime {

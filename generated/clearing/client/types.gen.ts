@@ -5,7 +5,7 @@ export type ClientOptions = {
 };
 
 /**
- * The error vocabulary of clearing-contract §7.2. A binding MAY add codes; a caller treats an unknown code as the status alone.
+ * The error vocabulary of clearing-contract §7.2, each code with its meaning (`x-enumDescriptions`) and its HTTP status or statuses (`x-holon-status`). A binding MAY add codes; a caller treats an unknown code as the status alone.
  */
 export type ErrorCode = 'not_permitted' | 'not_offered' | 'no_such_object' | 'no_such_route' | 'invalid_request' | 'insufficient_funds' | 'terms_conflict' | 'already_reversed' | 'not_reversible' | 'closed' | 'internal_error';
 

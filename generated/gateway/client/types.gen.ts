@@ -66,11 +66,22 @@ export type Me = {
 };
 
 /**
+ * Every machine code the gateway answers in `ErrorBody.code` and writes in a receipt's `error.code` (gateway §5, §7), one per kind of refusal. `x-enumDescriptions` says what each means and what to do; `x-holon-status` lists the HTTP status (or statuses) each is answered with (an empty list: the code is only ever written in a receipt). A receipt's `error.code` and a refused call's `code` may instead be a code the agent declares in its manifest's `interface.errors` (`AgentErrorCode`). A client treats an unknown code as its status alone.
+ *
+ */
+export type ErrorCode = 'invalid_request' | 'not_permitted' | 'no_such_route' | 'not_offered' | 'internal_error' | 'key_required' | 'invalid_key' | 'wrong_principal' | 'rate_limited' | 'no_such_mandate' | 'no_such_agent' | 'no_such_approval' | 'no_such_receipt' | 'no_such_key' | 'no_such_account' | 'no_such_login_code' | 'expired' | 'denied_agent' | 'denied_capability' | 'not_allowed' | 'published_not_allowed' | 'requires_open_source' | 'runtime_not_allowed' | 'remote_not_allowed' | 'delegation_depth' | 'no_fx_rate' | 'below_fixed_price' | 'over_budget' | 'approval_listed' | 'approval_above' | 'no_allowed_implementer' | 'outside_declared_calls' | 'attenuation' | 'insufficient_funds' | 'hold_refused' | 'rejected_input' | 'too_many_files' | 'file_not_found' | 'settlement_backlog' | 'clearing_unavailable' | 'agent_error' | 'timeout' | 'runtime_unavailable' | 'invalid_output' | 'gateway_error' | 'gateway_restarted' | 'approval_decided' | 'approval_mismatch' | 'approval_not_granted' | 'approval_expired' | 'approval_rejected' | 'idempotency_key_reused' | 'idempotent_call_running' | 'idempotent_call_interrupted' | 'handle_reserved' | 'handle_taken' | 'email_taken' | 'email_disabled' | 'account_disabled' | 'clearing_refused' | 'invalid_mandate' | 'mandate_exists' | 'too_many_keys' | 'github_signin_off' | 'publishing_off' | 'github_link_required' | 'not_your_namespace' | 'runtime_not_publishable' | 'version_exists' | 'too_many_versions' | 'invalid_manifest' | 'invalid_schema' | 'invalid_money' | 'invalid_ref' | 'invalid_lineage' | 'endpoint_refused' | 'endpoint_not_public' | 'source_required' | 'source_not_github' | 'source_not_public' | 'source_not_yours' | 'github_unavailable' | 'not_moderated' | 'already_yanked' | 'credentials_unavailable' | 'file_too_large' | 'files_quota_exceeded' | 'invalid_signature' | 'link_expired' | 'demo_input_too_large' | 'not_in_demo';
+
+/**
+ * A code an agent declares in its manifest's `interface.errors` and reported for this call (billing follows its declaration, gateway §2); never one the gateway keeps for itself (see the manifest schema).
+ */
+export type AgentErrorCode = string;
+
+/**
  * Every error answer. `code` is a machine token, `error` a sentence saying what happened and what to do next.
  */
 export type ErrorBody = {
     error: string;
-    code: string;
+    code: ErrorCode;
 };
 
 /**
@@ -456,7 +467,7 @@ export type Receipt = {
     children: Array<string>;
     duration_ms: number;
     error: null | {
-        code: string;
+        code: ErrorCode | AgentErrorCode;
         message: string;
     };
     created_at: string;
@@ -497,7 +508,10 @@ export type CallPending = {
  */
 export type CallRefused = {
     error: string;
-    code: string;
+    /**
+     * The gateway's code, or the code the agent reported (a 502 of an agent's declared error).
+     */
+    code: ErrorCode | AgentErrorCode;
     receipt: ReceiptTree;
 };
 
@@ -844,7 +858,7 @@ export type ApprovalOutcome = {
     status: 'succeeded' | 'failed' | 'denied' | 'rejected_input' | 'rejected';
     billed: boolean;
     error: null | {
-        code: string;
+        code: ErrorCode | AgentErrorCode;
         message: string;
     };
 };
