@@ -12,6 +12,7 @@ import { Command } from 'commander';
 import pino, { type Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
 import { addClientCommands, EXIT } from './cli/client-commands.ts';
+import { envNumber } from './config/env.ts';
 import { assertAgentsPortFree, assertPortFree, httpUrl } from './cli/preflight.ts';
 import type { RunningGateway } from './serve/gateway.ts';
 import type { Store } from './backup/backup.ts';
@@ -72,6 +73,20 @@ function portOf(text: string, option = '--port'): number {
   return port;
 }
 
+/**
+ * The hosted gateway's port: `PORT` when set (platforms such as a container host name it), a
+ * whole number from 0 to 65535, else `--port`. A `PORT` out of range is a start-up refusal: one
+ * line naming it, exit 1.
+ */
+function hostedPortOf(option: string): number {
+  try {
+    return envNumber(process.env, { name: 'PORT', what: 'the port the hosted gateway listens on', default: portOf(option), min: 0, max: 65_535, integer: true });
+  } catch (error) {
+    process.stderr.write(`holon: could not start the gateway: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 /** A URL option's value (`--clearing-url`): an absolute http(s) URL without a trailing slash; exits 2 otherwise, naming the URL to write. */
 function urlOf(text: string, option: string): string {
   try {
@@ -116,7 +131,7 @@ program
   .option('--agents-port <port>', 'the port of agents/host.mjs, which the shipped MCP agents follow (default: HOLON_AGENTS_PORT, else 4300 when free, else a free one)')
   .option('--hosted', 'run the hosted gateway (gateway §7): accounts, keys, principals; PORT and HOST from the environment when set')
   .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: string; hosted?: boolean }) => {
-    const port = portOf(opts.hosted ? (process.env.PORT ?? opts.port) : opts.port);
+    const port = opts.hosted ? hostedPortOf(opts.port) : portOf(opts.port);
     const host = opts.hosted ? (process.env.HOST ?? opts.host) : opts.host;
     const option_port = opts.agentsPort === undefined ? undefined : portOf(opts.agentsPort, '--agents-port');
     const clearing_url = opts.clearingUrl === undefined ? undefined : urlOf(opts.clearingUrl, '--clearing-url');

@@ -38,6 +38,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { envNumber } from '../../src/config/env.ts';
 import { expectOk, JsonClient, startBinding, type ChildBinding } from './binding.ts';
 import { DirectLedger } from './direct.ts';
 import { runCell, waitForQuiet, type CellResult, type CpuSubjects, type Operation } from './measure.ts';
@@ -68,15 +69,6 @@ interface Row extends CellResult {
   path: Path;
   /** `own`: each client settles between its own payer and payee; `shared`: every client's payer is the same account. */
   payer: 'own' | 'shared' | '-';
-}
-
-/** Reads a non-negative number from the environment, or `fallback`. Throws naming the variable when it is not one. */
-function numberFromEnv(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}=${text} is not a non-negative number`);
-  return value;
 }
 
 /** The accounts and agent keys of one run: client `i` pays from `payers[i]` to `payees[i]` and is admitted as `agents[i]`. */
@@ -230,10 +222,10 @@ function report(rows: Row[]): string {
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('set DATABASE_URL to a Postgres server (see bench/README.md for a throwaway one)');
-  const seconds = numberFromEnv('BENCH_SECONDS', 10);
-  const warmup_s = numberFromEnv('BENCH_WARMUP_SECONDS', 1);
-  const maxOther_cores = numberFromEnv('BENCH_MAX_OTHER_CORES', 0.25);
-  const attempts = Math.max(1, Math.floor(numberFromEnv('BENCH_ATTEMPTS', 3)));
+  const seconds = envNumber(process.env, { name: 'BENCH_SECONDS', what: 'measured seconds per cell', default: 10, min: 1, max: 3_600, integer: false });
+  const warmup_s = envNumber(process.env, { name: 'BENCH_WARMUP_SECONDS', what: 'unmeasured seconds before each cell', default: 1, min: 0, max: 600, integer: false });
+  const maxOther_cores = envNumber(process.env, { name: 'BENCH_MAX_OTHER_CORES', what: 'cores other processes may use during a cell', default: 0.25, min: 0, max: 1_024, integer: false });
+  const attempts = envNumber(process.env, { name: 'BENCH_ATTEMPTS', what: 'runs of a cell at most', default: 3, min: 1, max: 100, integer: true });
   const oldCommit = process.env.BENCH_OLD_COMMIT || '8a8a570';
   const clientCounts = (process.env.BENCH_CLIENTS || '1,4,16').split(',').map(Number);
   if (!clientCounts.every((c) => Number.isSafeInteger(c) && c > 0)) throw new Error(`BENCH_CLIENTS=${process.env.BENCH_CLIENTS} is not a list of positive integers`);

@@ -30,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { envNumber } from '../../src/config/env.ts';
 import { PHASES } from '../../src/gateway/server-timing.ts';
 import { createMcpRuntime } from '../../src/runtimes/mcp.ts';
 import { JsonClient } from '../clearing/binding.ts';
@@ -181,10 +182,10 @@ const fixed = (value: number | undefined, digits: number) => (value === undefine
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('set DATABASE_URL to a Postgres server (see bench/README.md)');
-  const seconds = Number(process.env.BENCH_SECONDS || 10);
-  const warmup_s = Number(process.env.BENCH_WARMUP_SECONDS || 1);
+  const seconds = envNumber(process.env, { name: 'BENCH_SECONDS', what: 'measured seconds per cell', default: 10, min: 1, max: 3_600, integer: false });
+  const warmup_s = envNumber(process.env, { name: 'BENCH_WARMUP_SECONDS', what: 'unmeasured seconds before each cell', default: 1, min: 0, max: 600, integer: false });
   const clientCounts = (process.env.BENCH_CLIENTS || '1,16').split(',').map(Number);
-  const portBase = Number(process.env.BENCH_PORT_BASE || 4440);
+  const portBase = envNumber(process.env, { name: 'BENCH_PORT_BASE', what: 'the first of the ports the bench listens on', default: 4440, min: 1_024, max: 65_000, integer: true });
   const work = await mkdtemp(path.join(os.tmpdir(), 'holon-bench-gateway-'));
   const monitor = new pg.Client({ connectionString: url });
   await monitor.connect();

@@ -105,7 +105,19 @@ export const operationTable: readonly Operation[] = [
     "path": "/v0/approvals",
     "koaPath": "/v0/approvals",
     "params": null,
-    "query": null,
+    "query": {
+      "type": "object",
+      "properties": {
+        "limit": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 500,
+          "default": 100
+        }
+      },
+      "required": [],
+      "additionalProperties": true
+    },
     "body": null
   },
   {

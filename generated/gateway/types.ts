@@ -93,7 +93,7 @@ export interface paths {
         };
         /**
          * Pending approvals (gateway §5)
-         * @description Every approval still waiting for a decision, newest first. Pending approvals expire after 7 days and forget their input.
+         * @description The approvals still waiting for a decision, newest first, at most `limit` (default 100, at most 500). Pending approvals expire after 7 days and forget their input. Hosted: human or agent key, the approvals under the caller's mandates only.
          */
         get: operations["list-approvals"];
         put?: never;
@@ -1731,7 +1731,10 @@ export interface operations {
     };
     "list-approvals": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description How many approvals, newest first: 1 to 500, default 100; outside that, 422 `invalid_request`. */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;

@@ -3,22 +3,26 @@
  * one the shipped manifests name, 4300, when it is free; `HOLON_AGENTS_PORT` or `--agents-port`
  * when someone names one.
  */
+import { envNumber, type NumberVariable } from '../config/env.ts';
 import { portTaken } from '../http/port-probe.ts';
 
 /** The port the shipped manifests name for the agents host, taken by default when it is free. */
 export const DEFAULT_AGENTS_PORT = 4300;
 
-/** `text` as a TCP port (an integer from 0 to 65535). Throws an Error naming `name` otherwise. */
-export function parsePort(text: string, name: string): number {
-  const port = /^\d{1,5}$/.test(text.trim()) ? Number(text.trim()) : NaN;
-  if (!Number.isInteger(port) || port > 65535) throw new Error(`${name} ${JSON.stringify(text)} is not a port: write an integer from 0 to 65535`);
-  return port;
-}
+/** `HOLON_AGENTS_PORT`: the agents host's TCP port, 0 to 65535 (0: any free port); unset, {@link defaultAgentsPort} decides. */
+export const AGENTS_PORT_VARIABLE: NumberVariable<null> = {
+  name: 'HOLON_AGENTS_PORT',
+  what: "the agents host's port, 0 for any free one",
+  default: null,
+  unset: `${DEFAULT_AGENTS_PORT} when free, else any free port`,
+  min: 0,
+  max: 65_535,
+  integer: true,
+};
 
-/** The agents host's port `HOLON_AGENTS_PORT` names, or null when it is unset. Throws when it is not a port. */
+/** The agents host's port {@link AGENTS_PORT_VARIABLE} names, or null when it is unset. Throws `SettingRefused` when it is not a port. */
 export function agentsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number | null {
-  const text = env.HOLON_AGENTS_PORT;
-  return text === undefined || text === '' ? null : parsePort(text, 'HOLON_AGENTS_PORT');
+  return envNumber(env, AGENTS_PORT_VARIABLE);
 }
 
 /**

@@ -16,6 +16,7 @@
  * operation of the batch is tried again on its own, so one request can never sink another.
  */
 import type { Knex } from 'knex';
+import { envNumber, type NumberVariable } from '../config/env.ts';
 import { HttpError } from '../http/errors.ts';
 import { rawQuery, type FixedStatement } from '../db/raw-sql.ts';
 import type { LedgerOp, OpOutcome } from './ledger-op.ts';
@@ -37,7 +38,7 @@ export interface WritePathOptions {
    * for a shared payer on a quiet machine (bench/README.md, issue 12 §2).
    */
   per_account_max: number;
-  /** Most requests waiting for the database at once; beyond it a write is refused 503 `overloaded` (default 4096; env `HOLON_CLEARING_QUEUE_MAX`). */
+  /** Most requests waiting for the database at once; beyond it a write is refused 503 `overloaded` (default 4096; env `HOLON_CLEARING_QUEUE_MAX`, 1–1,000,000). */
   queue_max: number;
 }
 
@@ -49,25 +50,28 @@ const RACE_ATTEMPTS = 3;
 /** SQLSTATEs of a lost race, after which the operation is run again and finds the winner's row (§9). */
 const RACE_STATES = new Set(['23505', '40P01']);
 
-/** Reads an integer setting in [min, max] from `env`, or `fallback`. Throws naming the variable and the bounds. */
-function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const text = env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name}=${text} is not an integer from ${min} to ${max}`);
-  return value;
-}
+/** A write-path variable: a whole number from `min` to `max`, defaulting to {@link WRITE_PATH_DEFAULTS}. */
+const writeVariable = (name: string, what: string, key: Exclude<keyof WritePathOptions, 'group_commit'>, min: number, max: number): NumberVariable =>
+  ({ name, what, default: WRITE_PATH_DEFAULTS[key], min, max, integer: true });
 
-/** The write-path settings named by the environment (`HOLON_CLEARING_GROUP_COMMIT` on|off, `..._GROUP_WINDOW_MS`, `..._GROUP_MAX`, `..._GROUP_PER_ACCOUNT`, `..._QUEUE_MAX`). Throws on a malformed value. */
+/** The numeric write-path variables, by the field of {@link WritePathOptions} they set (ranges as documented there). */
+export const WRITE_PATH_VARIABLES: Record<Exclude<keyof WritePathOptions, 'group_commit'>, NumberVariable> = {
+  window_ms: writeVariable('HOLON_CLEARING_GROUP_WINDOW_MS', 'milliseconds a batch waits for more requests', 'window_ms', 0, 10),
+  batch_max: writeVariable('HOLON_CLEARING_GROUP_MAX', 'operations per batch', 'batch_max', 1, 64),
+  per_account_max: writeVariable('HOLON_CLEARING_GROUP_PER_ACCOUNT', 'operations per account per batch', 'per_account_max', 1, 64),
+  queue_max: writeVariable('HOLON_CLEARING_QUEUE_MAX', 'requests waiting for the database', 'queue_max', 1, 1_000_000),
+};
+
+/** The write-path settings named by the environment (`HOLON_CLEARING_GROUP_COMMIT` on|off and {@link WRITE_PATH_VARIABLES}). Throws on a malformed value. */
 export function writePathOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): WritePathOptions {
   const switchText = env.HOLON_CLEARING_GROUP_COMMIT ?? 'on';
   if (switchText !== 'on' && switchText !== 'off') throw new Error(`HOLON_CLEARING_GROUP_COMMIT=${switchText} is neither on nor off`);
   return {
     group_commit: switchText === 'on',
-    window_ms: integerSetting(env, 'HOLON_CLEARING_GROUP_WINDOW_MS', WRITE_PATH_DEFAULTS.window_ms, 0, 10),
-    batch_max: integerSetting(env, 'HOLON_CLEARING_GROUP_MAX', WRITE_PATH_DEFAULTS.batch_max, 1, 64),
-    per_account_max: integerSetting(env, 'HOLON_CLEARING_GROUP_PER_ACCOUNT', WRITE_PATH_DEFAULTS.per_account_max, 1, 64),
-    queue_max: integerSetting(env, 'HOLON_CLEARING_QUEUE_MAX', WRITE_PATH_DEFAULTS.queue_max, 1, 1_000_000),
+    window_ms: envNumber(env, WRITE_PATH_VARIABLES.window_ms),
+    batch_max: envNumber(env, WRITE_PATH_VARIABLES.batch_max),
+    per_account_max: envNumber(env, WRITE_PATH_VARIABLES.per_account_max),
+    queue_max: envNumber(env, WRITE_PATH_VARIABLES.queue_max),
   };
 }
 

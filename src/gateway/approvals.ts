@@ -91,14 +91,40 @@ export async function expireApprovals(db: Knex | Knex.Transaction): Promise<stri
   return rows.map((r: { receipt: string }) => r.receipt);
 }
 
-/** Pending approvals, newest first. */
-export async function pendingApprovals(db: Knex): Promise<ApprovalRow[]> {
-  return (await db('gateway_approvals').where({ status: 'pending' }).orderBy('created_at', 'desc')).map(rowOf);
+/**
+ * Whose approvals a door may see (gateway §7 "Principals"): `'all'` on the dev gateway (one
+ * user, every mandate its own), else the approvals of calls under these root mandates (a hosted
+ * principal's mandates, an MCP session's mandate), their derived sub-mandates included.
+ */
+export type ApprovalScope = 'all' | { roots: readonly string[] };
+
+/** Most approvals one list answers, and the default (gateway §5 `GET /v0/approvals`, `limit`; the MCP `list_approvals`). */
+export const APPROVAL_PAGE = { default: 100, max: 500 } as const;
+
+/**
+ * The approvals of `scope` in the database's query: the held receipt's `root_mandate` (written
+ * with the approval, in its transaction) is one of the scope's roots, so no other tenant's row
+ * is ever read.
+ */
+function scoped(query: Knex.QueryBuilder, scope: ApprovalScope): Knex.QueryBuilder {
+  if (scope === 'all') return query;
+  return query.whereIn('receipt', (receipts) => receipts.from('gateway_receipts').whereIn('root_mandate', [...scope.roots]).select('id'));
 }
 
-/** Reads one approval in any state, or null. */
-export async function readApproval(db: Knex, id: string): Promise<ApprovalRow | null> {
-  const row = await db('gateway_approvals').where({ id }).first();
+/**
+ * The pending approvals of `scope`, newest first (then by id, so a page is stable), at most
+ * `limit` (1 to {@link APPROVAL_PAGE}.max): the scope and the limit are in the query, whatever
+ * other tenants hold. The one reader of every door's list (dev and hosted `GET /v0/approvals`,
+ * the MCP `list_approvals`).
+ */
+export async function pendingApprovals(db: Knex, scope: ApprovalScope, limit: number): Promise<ApprovalRow[]> {
+  const query = db('gateway_approvals').where({ status: 'pending' }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
+  return (await scoped(query, scope)).map(rowOf);
+}
+
+/** Reads one approval in any state when it is in `scope`, or null (absent and out of scope read the same: gateway §7 answers 404 for both). */
+export async function readApproval(db: Knex, id: string, scope: ApprovalScope): Promise<ApprovalRow | null> {
+  const row = await scoped(db('gateway_approvals').where({ id }), scope).first();
   return row ? rowOf(row) : null;
 }
 

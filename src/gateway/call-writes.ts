@@ -7,7 +7,7 @@
  *   sub-mandate (if any) and the `running` receipt, all only when the budget covers it;
  * - {@link FINISH_CALL}: the final receipt (fenced: only over a receipt still `running`), its
  *   journal event, its settlement intents (claimed by the writer, who posts them once it
- *   commits), the agent's measured record and the reservation closed at what was spent, all only
+ *   commits), the agent's measured record (its `call_events` row) and the reservation closed at what was spent, all only
  *   when the receipt was written.
  *
  * Each answers a row exactly when the call's receipt was written. Without a recorder the
@@ -16,7 +16,6 @@
  * runs the same statement, so they are always locked in the same order.
  */
 import { namedStatement } from '../db/raw-sql.ts';
-import { measuredCte, type MeasuredParam } from './catalogue.ts';
 import { closeCtes, RESERVE_CTES, SUB_MANDATE_CTE, type CloseParam, type ReserveParam, type SubMandateParam } from './mandates.ts';
 import { CLAIMED_INTENTS_SQL, intentsCte, type IntentsParam } from './outbox.ts';
 import { receiptCtes, type ReceiptParam } from './receipts.ts';
@@ -32,7 +31,7 @@ export const RESERVE_CALL = namedStatement<ReserveParam | SubMandateParam | Rece
  * module comment); a row when written, whose `claimed` lists the intents it wrote (claimed for
  * posting when `:claim_ms` is set).
  */
-export const FINISH_CALL = namedStatement<ReceiptParam | IntentsParam | MeasuredParam | CloseParam>(
+export const FINISH_CALL = namedStatement<ReceiptParam | IntentsParam | CloseParam>(
   'holon_gateway_finish_call',
-  `WITH ${receiptCtes(null)}, ${intentsCte('written')}, ${measuredCte('written')}, ${closeCtes('written')} SELECT id, ${CLAIMED_INTENTS_SQL} AS claimed FROM written`,
+  `WITH ${receiptCtes(null)}, ${intentsCte('written')}, ${closeCtes('written')} SELECT id, ${CLAIMED_INTENTS_SQL} AS claimed FROM written`,
 );

@@ -15,27 +15,31 @@ import type { Registry } from './registry.ts';
 export type Measured = ReadonlyMap<string, { runs: number; successes: number }>;
 
 /**
- * The measured record (`gateway_agent_stats`, kept by every process in the transaction of each
- * finished run) of the agents `ids`, or of every agent: read from the database each time, so
- * every gateway process ranks on the same figures (issue 12 §4).
+ * What a run is, counted the same by every door (issue 25 §4): one row of the append-only
+ * `call_events`, which the receipt's statement writes once for a finished call that reached its
+ * agent (`measured` in `receipts.ts`; a call refused before its agent ran is none). `id` is the
+ * agent id (`ns/name`) of the row's agent reference (`ns/name@version`): a record spans versions.
  */
-export async function readMeasured(db: Knex, ids?: readonly string[]): Promise<Measured> {
-  const query = db('gateway_agent_stats').select('id', 'runs', 'successes');
-  if (ids) query.whereIn('id', ids);
-  return new Map((await query).map((row) => [row.id as string, { runs: int(row.runs), successes: int(row.successes) }]));
-}
-
-/** The parameters of {@link measuredCte}: the agent's id and 1 for a success, else 0. */
-export type MeasuredParam = 'measured_agent' | 'measured_success';
+export const RUN_COUNTS = {
+  id: `split_part(agent, '@', 1)`,
+  runs: 'count(*)',
+  successes: `count(*) FILTER (WHERE status = 'succeeded')`,
+} as const;
 
 /**
- * One more run (and success) in the measured record as a CTE (`measured`), only when `guard`
- * has a row (the finished run's receipt was written), for the statement that writes the receipt.
+ * The measured runs and successes ({@link RUN_COUNTS}) of the agents `ids`, or of every agent:
+ * read from the database each time, so every gateway process ranks on the same figures (issue 12
+ * §4), and the dev search and the hosted catalogue answer the same counts.
  */
-export const measuredCte = (guard: string) => `measured AS (
-    INSERT INTO gateway_agent_stats (id, runs, successes)
-    SELECT :measured_agent::text, 1, :measured_success::bigint FROM ${guard}
-    ON CONFLICT (id) DO UPDATE SET runs = gateway_agent_stats.runs + 1, successes = gateway_agent_stats.successes + excluded.successes)`;
+export async function readMeasured(db: Knex, ids?: readonly string[]): Promise<Measured> {
+  const query = db('call_events')
+    .whereNotNull('agent')
+    .groupByRaw(RUN_COUNTS.id)
+    .select(db.raw(`${RUN_COUNTS.id} AS id`), db.raw(`${RUN_COUNTS.runs} AS runs`), db.raw(`${RUN_COUNTS.successes} AS successes`));
+  if (ids?.length === 0) return new Map();
+  if (ids) query.whereRaw(`${RUN_COUNTS.id} IN (${ids.map(() => '?').join(', ')})`, [...ids]);
+  return new Map((await query).map((row) => [row.id as string, { runs: int(row.runs), successes: int(row.successes) }]));
+}
 
 /**
  * The success rate used for ranking: (successes + 1) / (runs + 1), so an agent without runs is

@@ -12,6 +12,7 @@ import { createClient } from '../../generated/clearing/client/client/index.ts';
 import * as sdk from '../../generated/clearing/client/sdk.gen.ts';
 import type { Client } from '../../generated/clearing/client/client/index.ts';
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
+import { envNumber, type NumberVariable } from '../config/env.ts';
 
 /** The binding answered with a refusal (4xx): `code` is its §7.2 code, or `unknown` when absent (§7.3). */
 export class ClearingRefused extends Error {
@@ -66,25 +67,18 @@ export const DEFAULT_CLEARING_TIMEOUTS: ClearingTimeouts = { connect_s: 5, reque
 /** The largest timeout accepted, in seconds: a call's hold must not wait longer on its binding. */
 export const MAX_CLEARING_TIMEOUT_S = 300;
 
-/**
- * The timeouts from `HOLON_CLEARING_CONNECT_TIMEOUT_S` and `HOLON_CLEARING_TIMEOUT_S` (seconds,
- * decimals allowed), each defaulting to {@link DEFAULT_CLEARING_TIMEOUTS}. Throws an Error naming
- * the variable and the bound for a value that is not a number in (0, 300].
- */
+/** A clearing timeout's variable: seconds, decimals allowed, from 0.001 (one millisecond, the finest a timer counts) to {@link MAX_CLEARING_TIMEOUT_S}. */
+const timeoutVariable = (name: string, what: string, fallback: number): NumberVariable => ({ name, what, default: fallback, min: 0.001, max: MAX_CLEARING_TIMEOUT_S, integer: false });
+
+/** `HOLON_CLEARING_CONNECT_TIMEOUT_S` (default 5) and `HOLON_CLEARING_TIMEOUT_S` (default 15), by the field of {@link ClearingTimeouts} they set. */
+export const CLEARING_TIMEOUT_VARIABLES: Record<keyof ClearingTimeouts, NumberVariable> = {
+  connect_s: timeoutVariable('HOLON_CLEARING_CONNECT_TIMEOUT_S', 'seconds to connect to the clearing binding', DEFAULT_CLEARING_TIMEOUTS.connect_s),
+  request_s: timeoutVariable('HOLON_CLEARING_TIMEOUT_S', 'seconds for one clearing request, answer included', DEFAULT_CLEARING_TIMEOUTS.request_s),
+};
+
+/** The timeouts {@link CLEARING_TIMEOUT_VARIABLES} name. Throws `SettingRefused` for a value outside its range. */
 export function clearingTimeoutsFromEnv(env: NodeJS.ProcessEnv = process.env): ClearingTimeouts {
-  const read = (name: string, fallback: number): number => {
-    const text = env[name];
-    if (text === undefined || text === '') return fallback;
-    const value = Number(text);
-    if (!Number.isFinite(value) || value <= 0 || value > MAX_CLEARING_TIMEOUT_S) {
-      throw new Error(`${name} must be a number of seconds above 0 and at most ${MAX_CLEARING_TIMEOUT_S}, not ${JSON.stringify(text)}`);
-    }
-    return value;
-  };
-  return {
-    connect_s: read('HOLON_CLEARING_CONNECT_TIMEOUT_S', DEFAULT_CLEARING_TIMEOUTS.connect_s),
-    request_s: read('HOLON_CLEARING_TIMEOUT_S', DEFAULT_CLEARING_TIMEOUTS.request_s),
-  };
+  return { connect_s: envNumber(env, CLEARING_TIMEOUT_VARIABLES.connect_s), request_s: envNumber(env, CLEARING_TIMEOUT_VARIABLES.request_s) };
 }
 
 /** A fetch bounded by `timeouts`: the connection by undici's connect timeout, the whole request by an abort signal. */

@@ -11,7 +11,7 @@ import { mandateDocument, manifestDocument } from '../contracts/schemas.ts';
 import { HttpError } from '../http/errors.ts';
 import type { ApprovalAnswers } from './approval-answers.ts';
 import { balancesPage, DEFAULT_ACCOUNTS_PAGE, type ListedAccount } from './account-pages.ts';
-import { approvalOutcome, approvalView, pendingApprovals, readApproval } from './approvals.ts';
+import { APPROVAL_PAGE, approvalOutcome, approvalView, pendingApprovals, readApproval } from './approvals.ts';
 import { answer, mandateRequired, type CallAnswer } from './call-answer.ts';
 import { searchAgents } from './catalogue.ts';
 import type { ClearingPort } from './clearing.ts';
@@ -78,16 +78,16 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
       return answer(ctx, gateway, result, result.receipt.currency);
     },
 
-    'list-approvals': async () => {
+    'list-approvals': async ({ query }: OperationRequest<'list-approvals'>) => {
       await closeExpiredApprovals(db);
-      return { approvals: (await pendingApprovals(db)).map((row) => approvalView(row, currency)) };
+      return { approvals: (await pendingApprovals(db, 'all', query.limit ?? APPROVAL_PAGE.default)).map((row) => approvalView(row, currency)) };
     },
 
     'read-approval': async ({ params, query }: OperationRequest<'read-approval'>) => {
       await closeExpiredApprovals(db);
       const deadline_ms = Date.now() + (query.wait_s ?? 0) * 1000;
       for (;;) {
-        const row = await readApproval(db, params.id);
+        const row = await readApproval(db, params.id, 'all');
         if (!row) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
         const result = answers.get(row.id);
         const outcome = await approvalOutcome(db, row);

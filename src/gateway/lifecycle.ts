@@ -27,7 +27,7 @@ import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeParams, closeReservation, loadMandate, reserveParams, subMandateParams, type BudgetFigures, type StoredMandate } from './mandates.ts';
 import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
-import { costView, nextReceiptId, now, readReceipt, receiptParams, saveReceipt, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
+import { costView, nextReceiptId, now, readReceipt, receiptParams, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
 import { FINISH_CALL, RESERVE_CALL } from './call-writes.ts';
 import { PhaseClock } from './server-timing.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
@@ -279,27 +279,30 @@ export class Gateway {
 
   /**
    * Runs `write`, one statement that writes the call's receipt with whatever goes with it, and,
-   * in the same transaction, what `options.record` records with the receipt; without a recorder
-   * the statement is its own transaction (one round trip). Answers the row `write` answered when
-   * the receipt was written, else null (and nothing is recorded).
+   * in the same transaction, what `options.record` records with the receipt. The transaction is
+   * `within` when the caller writes more in it (the approval and its held receipt), else a new
+   * one; without a recorder nor `within` the statement is its own transaction (one round trip).
+   * Answers the row `write` answered when the receipt was written, else null (and nothing is
+   * recorded).
    */
-  private async writeCall<P extends string>(call: Call, http: CallResult['http'] | null, write: NamedStatement<P>, params: Record<P, unknown>): Promise<Record<string, any> | null> {
+  private async writeCall<P extends string>(
+    call: Call,
+    http: CallResult['http'] | null,
+    write: NamedStatement<P>,
+    params: Record<P, unknown>,
+    within?: Knex.Transaction,
+  ): Promise<Record<string, any> | null> {
     const { db } = this.deps;
     const values = write.values(params);
     const record = call.options.record;
-    if (!record) return (await rawQuery(db, write.statement, values))[0] ?? null;
-    return db.transaction(async (trx) => {
+    if (!record && !within) return (await rawQuery(db, write.statement, values))[0] ?? null;
+    const inTransaction = async (trx: Knex.Transaction) => {
       const [row] = await transactionRunner(trx)(write.statement, values);
       if (!row) return null;
-      await record(trx, call.receipt, http);
+      await record?.(trx, call.receipt, http);
       return row;
-    });
-  }
-
-  /** Writes the call's receipt inside `trx` (a transaction that writes more with it) and what `options.record` records with it. */
-  private async writeReceipt(trx: Knex.Transaction, call: Call, http: CallResult['http'] | null): Promise<void> {
-    await saveReceipt(trx, call.receipt, this.rootMandate(call));
-    await call.options.record?.(trx, call.receipt, http);
+    };
+    return within ? inTransaction(within) : db.transaction(inTransaction);
   }
 
   /** Exactly one of `agent` and `capability`; `max_cost` a decimal string. 422 `invalid_request` otherwise. */
@@ -439,7 +442,7 @@ export class Gateway {
         call.receipt.status = 'pending_approval';
         call.receipt.approval = created.id;
         call.receipt.duration_ms = Date.now() - call.started_ms;
-        await this.writeReceipt(trx, call, 202);
+        await this.writeCall(call, 202, SAVE_RECEIPT, receiptParams(call.receipt, this.rootMandate(call)), trx);
         return created;
       });
       return { http: 202, receipt: call.receipt, approval, total_micros: 0 };
@@ -704,8 +707,6 @@ export class Gateway {
       written = await this.writeCall(call, http, FINISH_CALL, {
         ...receiptParams(call.receipt, this.rootMandate(call), { only_running: true }),
         ...intentsParams(intents, claim?.lease_ms ?? null),
-        measured_agent: manifest.id,
-        measured_success: result.succeeded ? 1 : 0,
         ...closeParams(call.id, total_micros),
       });
     } catch (error) {

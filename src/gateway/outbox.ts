@@ -21,6 +21,7 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { envNumber, type NumberVariable } from '../config/env.ts';
 import { int, iso } from '../db/index.ts';
 import { namedStatement, rawQuery, runnerOf } from '../db/raw-sql.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
@@ -88,18 +89,19 @@ export const MAX_OUTBOX_PENDING = 1_000_000;
 /** What a caller refused for a backlog is told to wait, in seconds (`Retry-After`). */
 export const BACKLOG_RETRY_AFTER_S = 2;
 
-/**
- * `HOLON_OUTBOX_MAX_PENDING` (an integer from 1 to {@link MAX_OUTBOX_PENDING}), defaulting to
- * {@link DEFAULT_OUTBOX}. Throws an Error naming the variable and the bound otherwise.
- */
+/** `HOLON_OUTBOX_MAX_PENDING`: a whole number of pending intents from 1 to {@link MAX_OUTBOX_PENDING}, default 10,000 ({@link DEFAULT_OUTBOX}). */
+export const OUTBOX_MAX_PENDING_VARIABLE: NumberVariable = {
+  name: 'HOLON_OUTBOX_MAX_PENDING',
+  what: 'settlement intents waiting to be posted before calls are refused',
+  default: DEFAULT_OUTBOX.max_pending,
+  min: 1,
+  max: MAX_OUTBOX_PENDING,
+  integer: true,
+};
+
+/** The outbox settings the environment names: `max_pending` from {@link OUTBOX_MAX_PENDING_VARIABLE}. Throws `SettingRefused` outside its range. */
 export function outboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<OutboxSettings> {
-  const text = env.HOLON_OUTBOX_MAX_PENDING;
-  if (text === undefined || text === '') return {};
-  const value = /^\d{1,7}$/.test(text.trim()) ? Number(text.trim()) : NaN;
-  if (!Number.isInteger(value) || value < 1 || value > MAX_OUTBOX_PENDING) {
-    throw new Error(`HOLON_OUTBOX_MAX_PENDING must be an integer from 1 to ${MAX_OUTBOX_PENDING}, not ${JSON.stringify(text)}`);
-  }
-  return { max_pending: value };
+  return { max_pending: envNumber(env, OUTBOX_MAX_PENDING_VARIABLE) };
 }
 
 const keyOf = (intent: Intent) => (intent.operation === 'settle' ? intent.body.txnId : `release:${intent.body.holdId}`);

@@ -15,6 +15,7 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { envNumber, type NumberVariable } from '../config/env.ts';
 import { int, type Database } from '../db/index.ts';
 
 /** The first key of every lease's advisory lock (`pg_advisory_lock(LOCK_CLASS, id)`): "holo" in ASCII. */
@@ -23,18 +24,19 @@ const LOCK_CLASS = 0x686f6c6f;
 /** How long a lease lasts without a heartbeat, in seconds: default 30 (a `kill -9` is seen at once on Postgres anyway, through the lock). */
 export const DEFAULT_LEASE_S = 30;
 
-/** The bounds of `HOLON_PROCESS_LEASE_S`: at least 3 s (a heartbeat every 0.6 s), at most 600 s. */
-export const LEASE_BOUNDS_S = { min: 3, max: 600 } as const;
+/** `HOLON_PROCESS_LEASE_S`: whole seconds from 3 (a heartbeat every 0.6 s) to 600, default {@link DEFAULT_LEASE_S}. */
+export const LEASE_VARIABLE: NumberVariable = {
+  name: 'HOLON_PROCESS_LEASE_S',
+  what: 'seconds a process lease lasts without a heartbeat',
+  default: DEFAULT_LEASE_S,
+  min: 3,
+  max: 600,
+  integer: true,
+};
 
-/** The lease length `HOLON_PROCESS_LEASE_S` names (whole seconds, within {@link LEASE_BOUNDS_S}), else {@link DEFAULT_LEASE_S}. Throws an Error naming the bound. */
+/** The lease length {@link LEASE_VARIABLE} names, in seconds. Throws `SettingRefused` outside its range. */
 export function leaseFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const text = env.HOLON_PROCESS_LEASE_S;
-  if (text === undefined || text === '') return DEFAULT_LEASE_S;
-  const lease_s = /^\d{1,4}$/.test(text.trim()) ? Number(text.trim()) : NaN;
-  if (!(lease_s >= LEASE_BOUNDS_S.min && lease_s <= LEASE_BOUNDS_S.max)) {
-    throw new Error(`HOLON_PROCESS_LEASE_S ${JSON.stringify(text)} is not a lease: write whole seconds from ${LEASE_BOUNDS_S.min} to ${LEASE_BOUNDS_S.max}`);
-  }
-  return lease_s;
+  return envNumber(env, LEASE_VARIABLE);
 }
 
 /** Options of {@link ProcessLease.acquire}. */

@@ -2,7 +2,8 @@
  * The public catalogue (gateway §7 "Extra endpoints", `GET /v0/catalog`; issue 10 §9): every
  * agent the registry lists, shipped and published alike, with what its author declares and what
  * the platform measured. The measured record is computed from `call_events` (gateway §7 "The
- * journal": the platform's own measurements), over all versions of an agent, and shown only when
+ * journal": the platform's own measurements), over all versions of an agent, runs counted as the
+ * gateway's search counts them (`RUN_COUNTS` of `src/gateway/catalogue.ts`), and shown only when
  * the operator turns records on (`HOLON_RECORDS=1`): on a young platform the events are sample
  * traffic, and sample records are not measurements.
  */
@@ -10,13 +11,14 @@ import type { Knex } from 'knex';
 import type { components } from '../../generated/gateway/types.ts';
 import { formatMoney } from '../contracts/money.ts';
 import { int } from '../db/index.ts';
+import { RUN_COUNTS } from '../gateway/catalogue.ts';
 import type { Registry } from '../gateway/registry.ts';
 
 /** What the platform measured of one agent (`MeasuredRecord` of `openapi/gateway.yaml`); money in EUR. */
 export type MeasuredRecord = components['schemas']['MeasuredRecord'];
 
-/** An agent id (`ns/name`) from a receipt's agent reference (`ns/name@version`). */
-const AGENT_ID = `split_part(agent, '@', 1)`;
+/** An agent id (`ns/name`) from an event's agent reference (`ns/name@version`), as the gateway counts runs. */
+const AGENT_ID = RUN_COUNTS.id;
 
 /**
  * The measured record of every agent with at least one event, by agent id: counts, latency
@@ -30,8 +32,8 @@ export async function measuredRecords(db: Knex): Promise<Map<string, MeasuredRec
     .groupByRaw(AGENT_ID)
     .select(
       db.raw(`${AGENT_ID} AS id`),
-      db.raw('count(*) AS runs'),
-      db.raw(`count(*) FILTER (WHERE status = 'succeeded') AS successes`),
+      db.raw(`${RUN_COUNTS.runs} AS runs`),
+      db.raw(`${RUN_COUNTS.successes} AS successes`),
       db.raw('count(*) FILTER (WHERE delegated) AS delegated_runs'),
       db.raw('percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) AS median'),
       db.raw('percentile_disc(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95'),

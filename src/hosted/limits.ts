@@ -8,6 +8,7 @@
  */
 import type Koa from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { NumberVariable } from '../config/env.ts';
 import { HttpError } from '../http/errors.ts';
 import { principalOf } from './principal.ts';
 
@@ -35,6 +36,17 @@ export const DEFAULT_RATE_LIMITS: RateLimits = { address_per_minute: 6_000, acco
 
 /** The largest figure any rate limit may be set to (per minute, or per hour for sign-ups): above it a limit no longer limits anything. */
 export const MAX_RATE_LIMIT = 1_000_000;
+
+/** A rate limit's variable: a whole number from 1 to {@link MAX_RATE_LIMIT}, defaulting to {@link DEFAULT_RATE_LIMITS}. */
+const rateVariable = (name: string, what: string, key: keyof RateLimits): NumberVariable => ({ name, what, default: DEFAULT_RATE_LIMITS[key], min: 1, max: MAX_RATE_LIMIT, integer: true });
+
+/** The variables that set each rate limit (read by `readSettings` through `src/config/env.ts`). */
+export const RATE_LIMIT_VARIABLES: Record<keyof RateLimits, NumberVariable> = {
+  address_per_minute: rateVariable('HOLON_RATE_ADDRESS', 'requests per address per minute', 'address_per_minute'),
+  account_per_minute: rateVariable('HOLON_RATE_ACCOUNT', 'requests per account per minute', 'account_per_minute'),
+  admin_per_minute: rateVariable('HOLON_RATE_ADMIN', 'requests with the admin key per minute', 'admin_per_minute'),
+  signups_per_hour: rateVariable('HOLON_RATE_SIGNUP', 'sign-ups per address per hour', 'signups_per_hour'),
+};
 
 /** The client's address: the socket's peer, or behind a trusted proxy the last `X-Forwarded-For` entry. */
 export function clientAddress(ctx: Koa.Context, trust_proxy: boolean): string {

@@ -7,14 +7,14 @@
 import type Koa from 'koa';
 import type { Knex } from 'knex';
 import { declaredOnly, type OperationAnswer, type OperationId, type OperationRequest } from '../../generated/gateway/server.ts';
-import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
+import { isRootMandateId } from '../contracts/mandate.ts';
 import { mandateDocument } from '../contracts/schemas.ts';
 import { HttpError } from '../http/errors.ts';
 import type { MountedHandler } from '../http/mount.ts';
 import { mandateRequired } from '../gateway/call-answer.ts';
 import type { GatewayHandlers } from '../gateway/handlers.ts';
 import { balancesPage, DEFAULT_ACCOUNTS_PAGE, readAccountBalance, type ListedAccount } from '../gateway/account-pages.ts';
-import { approvalView, lockApproval, pendingApprovals, type ApprovalRow } from '../gateway/approvals.ts';
+import { APPROVAL_PAGE, approvalView, pendingApprovals, readApproval } from '../gateway/approvals.ts';
 import type { ClearingPort } from '../gateway/clearing.ts';
 import { closeExpiredApprovals } from '../gateway/decisions.ts';
 import type { Gateway } from '../gateway/lifecycle.ts';
@@ -29,7 +29,7 @@ import { grantApproval } from './grants.ts';
 import { liveKeys, mintKey, MAX_LIVE_KEYS, keyView } from './keys.ts';
 import { OPERATION_PRINCIPALS } from './policy.ts';
 import { requirePrincipal, type Principal } from './principal.ts';
-import { inScope, mandatesInScope, requireScope } from './scope.ts';
+import { approvalScope, inScope, mandatesInScope, requireScope } from './scope.ts';
 import { idempotentCall } from './idempotency.ts';
 import { myAgents, type EarningsDeps } from './earnings.ts';
 import { disableAccount, listAccounts, readLog, yankByOperator } from './moderation.ts';
@@ -82,16 +82,9 @@ async function operatorAccounts(deps: HostedRouteDeps, cursor: string | null, li
   return [PLATFORM_ACCOUNT, ...[...handles, ...authors].map((handle) => ({ name: handle, account: handle }))];
 }
 
-/** Reads an approval (no lock held after), or null. */
-async function readApproval(db: Knex, id: string): Promise<ApprovalRow | null> {
-  return db.transaction((trx) => lockApproval(trx, id));
-}
-
-/** The approval `id` when it is in the principal's scope; 404 `no_such_approval` otherwise. */
-async function scopedApproval(db: Knex, principal: Principal, id: string): Promise<ApprovalRow> {
-  const approval = await readApproval(db, id);
-  if (!approval || !(await inScope(db, principal, approval.mandate))) throw new HttpError(404, 'no_such_approval', `there is no approval ${id}`);
-  return approval;
+/** Throws 404 `no_such_approval` unless approval `id` is in the principal's scope (the gateway's one scoped read). */
+async function requireApproval(db: Knex, principal: Principal, id: string): Promise<void> {
+  if (!(await readApproval(db, id, await approvalScope(db, principal)))) throw new HttpError(404, 'no_such_approval', `there is no approval ${id}`);
 }
 
 /**
@@ -134,20 +127,19 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: GatewayHandlers)
       return idempotentCall(deps, ctx, principal, { ...request.body, mandate });
     },
 
-    'list-approvals': async (_request, _ctx, principal) => {
+    'list-approvals': async ({ query }: OperationRequest<'list-approvals'>, _ctx, principal) => {
       await closeExpiredApprovals(db);
-      const roots = new Set(await mandatesInScope(db, principal));
-      const approvals = (await pendingApprovals(db)).filter((row) => roots.has(rootMandateOf(row.mandate)));
+      const approvals = await pendingApprovals(db, await approvalScope(db, principal), query.limit ?? APPROVAL_PAGE.default);
       return { approvals: approvals.map((row) => approvalView(row, 'EUR')) };
     },
 
     'read-approval': async (request: OperationRequest<'read-approval'>, ctx, principal) => {
-      await scopedApproval(db, principal, request.params.id);
+      await requireApproval(db, principal, request.params.id);
       return defaults['read-approval'](request, ctx);
     },
 
     'decide-approval': async (request: OperationRequest<'decide-approval'>, ctx, principal) => {
-      await scopedApproval(db, principal, request.params.id);
+      await requireApproval(db, principal, request.params.id);
       if (request.body.run === false && request.body.decision !== 'reject') return { approval: approvalView(await grantApproval(db, request.params.id), 'EUR') };
       // Granting without running was answered above: what is left is the dev gateway's decision, which runs.
       return defaults['decide-approval']({ ...request, body: { decision: request.body.decision, run: true } }, ctx);

@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import { isRootMandateId, rootMandateOf } from '../contracts/mandate.ts';
 import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
 import { HttpError } from '../http/errors.ts';
+import type { ApprovalScope } from '../gateway/approvals.ts';
 import type { Principal } from './principal.ts';
 
 /**
@@ -19,6 +20,11 @@ export async function mandatesInScope(db: Knex, principal: Principal): Promise<s
   if (principal.kind !== 'human') return [];
   const rows = await db('gateway_mandates').whereNull('parent').where({ payer: principal.account }).orderBy([{ column: 'created_at' }, { column: 'id' }]).select('id');
   return rows.map((row) => row.id as string).filter(isRootMandateId);
+}
+
+/** The approvals a principal may see and decide: those under its root mandates ({@link mandatesInScope}; none for admin and no key). */
+export async function approvalScope(db: Knex, principal: Principal): Promise<ApprovalScope> {
+  return { roots: await mandatesInScope(db, principal) };
 }
 
 /** Whether `mandate` (a root or a derived sub-mandate) is in the principal's scope. */

@@ -4,11 +4,12 @@
  * without the settings a public deployment needs, naming each missing one; a setting that only
  * disables a feature (GitHub sign-in) never stops it.
  */
+import { envNumbers } from '../config/env.ts';
 import { parseMoney, type Micros } from '../contracts/money.ts';
 import { secContactProblem } from '../gateway/shipped-agents.mjs';
 import { privateEndpointsAllowed } from './egress.ts';
 import { MAX_FILE_BYTES, MAX_LIVE_FILE_BYTES, type FileBounds } from './files.ts';
-import { DEFAULT_RATE_LIMITS, MAX_RATE_LIMIT, type RateLimits } from './limits.ts';
+import { RATE_LIMIT_VARIABLES, type RateLimits } from './limits.ts';
 
 /** The hosted settings. Money in EUR micro-units. */
 export interface HostedSettings {
@@ -27,6 +28,7 @@ export interface HostedSettings {
   github: { client_id: string; client_secret: string; web_url: string; api_url: string } | null;
   /** Exchange rates set by the platform on hosted mandates (`HOLON_FX`, JSON `{"USD": "0.92"}`). */
   fx: Record<string, string>;
+  /** `HOLON_RATE_ADDRESS`, `_ACCOUNT`, `_ADMIN`, `_SIGNUP`: each a whole number from 1 to 1,000,000 ({@link RATE_LIMIT_VARIABLES}). */
   rate_limits: RateLimits;
   /**
    * `HOLON_FILE_SECRET`: signs file links and seals endpoint credentials. Required in production;
@@ -40,18 +42,6 @@ export interface HostedSettings {
   file_bounds: FileBounds;
   /** `HOLON_RECORDS=1`: the catalogue shows measured records (off by default: sample records are not measurements). */
   records: boolean;
-}
-
-/**
- * Reads the rate limit `name` (`what` says what it counts), `fallback` when unset; anything but a
- * whole number from 1 to {@link MAX_RATE_LIMIT} is a problem naming the bound and the value.
- */
-function rateLimit(env: NodeJS.ProcessEnv, name: string, what: string, fallback: number, problems: string[]): number {
-  const text = env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = /^\d{1,7}$/.test(text) ? Number(text) : NaN;
-  if (!(value >= 1 && value <= MAX_RATE_LIMIT)) problems.push(`${name} must be a whole number from 1 to ${MAX_RATE_LIMIT} (${what}); got ${JSON.stringify(text)}`);
-  return value;
 }
 
 /** What production refuses to start without, and why. */
@@ -71,7 +61,7 @@ const DEFAULT_FX = { USD: '0.92', GBP: '1.17' };
  * Reads the settings from `env`. Throws an Error naming every problem at once: in production a
  * missing or malformed required variable, `HOLON_ALLOW_PRIVATE_ENDPOINTS=1`, or
  * `holon-labs/sec-company` left in `HOLON_EXCLUDE` without `HOLON_SEC_CONTACT`; anywhere, a
- * malformed `HOLON_SIGNUP_CREDIT` or `HOLON_FX`, or a rate limit outside 1 to {@link MAX_RATE_LIMIT}.
+ * malformed `HOLON_SIGNUP_CREDIT` or `HOLON_FX`, or a rate limit outside its range ({@link RATE_LIMIT_VARIABLES}: 1 to 1,000,000).
  */
 export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettings {
   const production = env.NODE_ENV === 'production';
@@ -105,12 +95,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): HostedSettin
       problems.push('HOLON_FX must be a JSON object of rates, e.g. {"USD": "0.92"}');
     }
   }
-  const rate_limits: RateLimits = {
-    address_per_minute: rateLimit(env, 'HOLON_RATE_ADDRESS', 'requests per address per minute', DEFAULT_RATE_LIMITS.address_per_minute, problems),
-    account_per_minute: rateLimit(env, 'HOLON_RATE_ACCOUNT', 'requests per account per minute', DEFAULT_RATE_LIMITS.account_per_minute, problems),
-    admin_per_minute: rateLimit(env, 'HOLON_RATE_ADMIN', 'requests with the admin key per minute', DEFAULT_RATE_LIMITS.admin_per_minute, problems),
-    signups_per_hour: rateLimit(env, 'HOLON_RATE_SIGNUP', 'sign-ups per address per hour', DEFAULT_RATE_LIMITS.signups_per_hour, problems),
-  };
+  const rate_limits: RateLimits = envNumbers(env, RATE_LIMIT_VARIABLES, problems);
   if (env.HOLON_RECORDS !== undefined && !['', '0', '1'].includes(env.HOLON_RECORDS)) problems.push('HOLON_RECORDS must be 1 (show measured records) or 0');
   if (env.HOLON_SITE_URL && !URL.canParse(env.HOLON_SITE_URL)) problems.push('HOLON_SITE_URL must be an origin such as https://holon.example');
   if (problems.length > 0) throw new Error(`refusing to start: ${problems.join('; ')}`);

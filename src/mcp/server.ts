@@ -21,7 +21,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
 import { rootMandateOf } from '../contracts/mandate.ts';
-import { approvalView, pendingApprovals } from '../gateway/approvals.ts';
+import { APPROVAL_PAGE, approvalView, pendingApprovals } from '../gateway/approvals.ts';
 import { searchAgents } from '../gateway/catalogue.ts';
 import { closeExpiredApprovals, decideApproval } from '../gateway/decisions.ts';
 import type { CallResult, Gateway } from '../gateway/lifecycle.ts';
@@ -141,10 +141,14 @@ function buildServer(options: McpOptions & { elicit?: boolean }): McpServer {
 
   server.registerTool(
     'list_approvals',
-    { description: 'List the calls under the session mandate that wait for a human decision.', inputSchema: {}, outputSchema: listApprovalsOutput },
-    async () => {
+    {
+      description: `List the calls under the session mandate that wait for a human decision, newest first (at most limit, default ${APPROVAL_PAGE.default}).`,
+      inputSchema: { limit: z.number().int().min(1).max(APPROVAL_PAGE.max).optional() },
+      outputSchema: listApprovalsOutput,
+    },
+    async ({ limit }) => {
       await closeExpiredApprovals(db);
-      const approvals = (await pendingApprovals(db)).filter((row) => row.mandate === options.mandate);
+      const approvals = await pendingApprovals(db, { roots: [options.mandate] }, limit ?? APPROVAL_PAGE.default);
       return result({ approvals: approvals.map((row) => approvalView(row, 'EUR')) });
     },
   );

@@ -177,10 +177,10 @@ test('issue 12 §1: the write-path settings are read from the environment and re
     writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'off', HOLON_CLEARING_GROUP_WINDOW_MS: '2', HOLON_CLEARING_GROUP_MAX: '8', HOLON_CLEARING_GROUP_PER_ACCOUNT: '4' }),
     { group_commit: false, window_ms: 2, batch_max: 8, per_account_max: 4, queue_max: 4096 },
   );
-  assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_PER_ACCOUNT: '0' }), { message: 'HOLON_CLEARING_GROUP_PER_ACCOUNT=0 is not an integer from 1 to 64' });
+  assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_PER_ACCOUNT: '0' }), { message: 'HOLON_CLEARING_GROUP_PER_ACCOUNT must be a whole number from 1 to 64 (operations per account per batch; default 16); got "0"' });
   assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_COMMIT: 'yes' }), { message: 'HOLON_CLEARING_GROUP_COMMIT=yes is neither on nor off' });
-  assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_MAX: '65' }), { message: 'HOLON_CLEARING_GROUP_MAX=65 is not an integer from 1 to 64' });
-  assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_WINDOW_MS: '1.5' }), { message: 'HOLON_CLEARING_GROUP_WINDOW_MS=1.5 is not an integer from 0 to 10' });
+  assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_MAX: '65' }), { message: 'HOLON_CLEARING_GROUP_MAX must be a whole number from 1 to 64 (operations per batch; default 32); got "65"' });
+  assert.throws(() => writePathOptionsFromEnv({ HOLON_CLEARING_GROUP_WINDOW_MS: '1.5' }), { message: 'HOLON_CLEARING_GROUP_WINDOW_MS must be a whole number from 0 to 10 (milliseconds a batch waits for more requests; default 1); got "1.5"' });
 });
 
 test('issue 12 §1: every function of the write path is PL/pgSQL (a LANGUAGE sql helper called from PL/pgSQL is planned again in every transaction)', async () => {

@@ -97,7 +97,7 @@ test('holon serve --hosted refuses an out-of-bounds rate limit in one line, exit
   const env = { HOLON_RATE_ACCOUNT: '5000000', PORT: undefined, HOST: undefined, DATABASE_URL: undefined };
   const result = await holon(['serve', '--hosted', '--port', String(await closedPort()), '--db', '/dev/null/never-opened'], { env });
   assert.equal(result.code, 1);
-  assert.equal(result.stderr, 'holon: could not start the gateway: refusing to start: HOLON_RATE_ACCOUNT must be a whole number from 1 to 1000000 (requests per account per minute); got "5000000"\n');
+  assert.equal(result.stderr, 'holon: could not start the gateway: refusing to start: HOLON_RATE_ACCOUNT must be a whole number from 1 to 1000000 (requests per account per minute; default 3000); got "5000000"\n');
 });
 
 test('HOLON_LOG_LEVEL must be a level; an unknown one lists the levels', async () => {

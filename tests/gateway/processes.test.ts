@@ -176,7 +176,7 @@ test('a malformed HOLON_AGENTS_PORT is one line naming it, exit code 1', async (
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise((resolve) => child.once('exit', resolve));
   assert.equal(code, 1);
-  assert.equal(stderr, 'holon: could not start the gateway: HOLON_AGENTS_PORT "43a" is not a port: write an integer from 0 to 65535\n');
+  assert.equal(stderr, `holon: could not start the gateway: HOLON_AGENTS_PORT must be a whole number from 0 to 65535 (the agents host's port, 0 for any free one; default 4300 when free, else any free port); got "43a"\n`);
 });
 
 test('a malformed --agents-port is refused by the command line as bad usage, exit code 2', async () => {

@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { envNumber } from '../../src/config/env.ts';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { PLATFORM_FEES } from '../../src/clearing/settlements.ts';
 import { PLATFORM_ACCOUNT } from '../../src/contracts/split.ts';
@@ -26,21 +27,15 @@ import { BIN, closedPort } from './cli.ts';
 import { EXAMPLE_AGENTS, FIXTURE_AGENTS, micros, waitFor } from './gateway.ts';
 import { spawnGateway, type GatewayChild } from './gateway-child.ts';
 
-/** A whole number from the environment variable `name`, within 1..`max`, else `fallback`. Throws naming the bound. */
-function setting(name: string, fallback: number, max: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  assert.ok(Number.isInteger(value) && value >= 1 && value <= max, `${name}=${text}: give a whole number from 1 to ${max}`);
-  return value;
-}
+/** A whole number from the environment variable `name`, within 1..`max`, else `fallback`. Throws naming the range and the default. */
+const setting = (name: string, what: string, fallback: number, max: number): number => envNumber(process.env, { name, what, default: fallback, min: 1, max, integer: true });
 
 /** The bank test's settings: seed, rounds and callers (see the module comment). */
 export function bankSettings(): { seed: number; rounds: number; callers: number } {
   return {
-    seed: setting('HOLON_BANK_SEED', randomInt(1, 2 ** 31 - 1), 2 ** 31 - 1),
-    rounds: setting('HOLON_BANK_ROUNDS', 4, 100),
-    callers: setting('HOLON_BANK_CALLERS', 50, 200),
+    seed: setting('HOLON_BANK_SEED', 'the seed of every random choice', randomInt(1, 2 ** 31 - 1), 2 ** 31 - 1),
+    rounds: setting('HOLON_BANK_ROUNDS', 'kill -9 rounds', 4, 100),
+    callers: setting('HOLON_BANK_CALLERS', 'concurrent callers', 50, 200),
   };
 }
 

@@ -8,6 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readCatalog } from '../../src/hosted/catalog.ts';
+import { failOnce } from '../helpers/faults.ts';
 import { DEMO_PER_HOUR, DEMO_PER_VISITOR_PER_HOUR } from '../../src/hosted/demo.ts';
 import { Registry } from '../../src/gateway/registry.ts';
 import { startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
@@ -55,6 +56,31 @@ describe('GET /v0/catalog', () => {
     assert.equal(typeof measured.median_latency_ms, 'number');
     await hosted.http.post('/v0/demo/gt/free').send({ do: 'ok' }).set('x-forwarded-for', '198.51.100.200').expect(200);
     assert.equal((await entry('gt/free')).measured.runs, 0);
+  });
+
+  test('the catalogue and the agent search count the same runs: calls that reached the agent, not a call refused before it ran', async () => {
+    const counts = async () => {
+      const catalog = (await entry('gt/run')).measured;
+      const agent = (await hosted.http.get('/v0/agents/gt/run').expect(200)).body.measured;
+      const listed = (await hosted.http.get('/v0/agents?q=gt/run').expect(200)).body.agents.find((found: { id: string }) => found.id === 'gt/run');
+      return { catalog: [catalog.runs, catalog.successes], agent: [agent.runs, agent.successes], search_rate: listed.success_rate, catalog_rate: catalog.success_rate };
+    };
+    const before_calls = await counts();
+    const call = (input: unknown) => hosted.http.post('/v0/calls').set(bearer(account.agent)).send({ mandate: account.mandate, agent: 'gt/run', input });
+    assert.equal((await call({ do: 'ok' })).status, 200);
+    assert.equal((await call({ do: 'unbilled_error' })).status, 502);
+    assert.equal((await call({ do: 'crash' })).status, 502);
+    // The agent ran, then writing its receipt failed: the call ends a gateway error, and it was a run.
+    await failOnce(hosted.running.db.knex, 'catalog_finish', 'UPDATE', 'gateway_receipts', `NEW.status = 'succeeded' AND NEW.root_mandate = '${account.mandate}'`);
+    const cut = await call({ do: 'ok', marker: 'cut' });
+    assert.deepEqual([cut.status, cut.body.code], [502, 'gateway_error']);
+    // Refused at the input check, before the agent ran: no run.
+    assert.deepEqual([(await call({ do: 'nope' })).status, (await call({ extra: 1 })).body.code], [422, 'rejected_input']);
+    const [runs, successes] = before_calls.catalog;
+    const after_calls = await counts();
+    assert.deepEqual([after_calls.catalog, after_calls.agent], [[runs + 4, successes + 1], [runs + 4, successes + 1]]);
+    assert.equal(after_calls.search_rate, (successes + 1) / (runs + 4));
+    assert.equal(after_calls.catalog_rate, (successes + 1) / (runs + 4));
   });
 
   test('records are off by default: measured is null', async () => {

@@ -7,26 +7,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Knex } from 'knex';
+import { failOnce } from '../helpers/faults.ts';
 import { waitFor } from '../helpers/gateway.ts';
 import { inconsistentClaims, startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-
-/**
- * Makes the first `timing` write to `table` whose row matches `condition` (SQL over NEW) fail, as
- * a write refused or cut off mid-call would. A sequence counts the matches: unlike a row, it is
- * not rolled back with the failed transaction, so the fault fires exactly once.
- */
-async function failOnce(db: Knex, name: string, timing: 'INSERT' | 'UPDATE', table: string, condition: string): Promise<void> {
-  await db.raw(`CREATE SEQUENCE fault_${name}`);
-  await db.raw(`CREATE FUNCTION fault_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      IF (${condition}) AND nextval('fault_${name}') = 1 THEN RAISE EXCEPTION 'injected fault ${name}'; END IF;
-      RETURN NEW;
-    END $$`);
-  await db.raw(`CREATE TRIGGER fault_${name} BEFORE ${timing} ON ${table} FOR EACH ROW EXECUTE FUNCTION fault_${name}()`);
-}
 
 describe('Idempotency-Key', () => {
   let hosted: TestHosted;

@@ -98,12 +98,12 @@ describe('production settings', () => {
   });
 
   test('a rate limit outside 1 to 1000000 is refused at start-up, naming the variable, the bound and the value', () => {
-    assert.throws(() => readSettings({ HOLON_RATE_ACCOUNT: '0' }), { message: 'refusing to start: HOLON_RATE_ACCOUNT must be a whole number from 1 to 1000000 (requests per account per minute); got "0"' });
+    assert.throws(() => readSettings({ HOLON_RATE_ACCOUNT: '0' }), { message: 'refusing to start: HOLON_RATE_ACCOUNT must be a whole number from 1 to 1000000 (requests per account per minute; default 3000); got "0"' });
     assert.throws(
       () => readSettings({ HOLON_RATE_ADDRESS: '1000001', HOLON_RATE_ADMIN: '1e3', HOLON_RATE_SIGNUP: '-5' }),
       {
         message:
-          'refusing to start: HOLON_RATE_ADDRESS must be a whole number from 1 to 1000000 (requests per address per minute); got "1000001"; HOLON_RATE_ADMIN must be a whole number from 1 to 1000000 (requests with the admin key per minute); got "1e3"; HOLON_RATE_SIGNUP must be a whole number from 1 to 1000000 (sign-ups per address per hour); got "-5"',
+          'refusing to start: HOLON_RATE_ADDRESS must be a whole number from 1 to 1000000 (requests per address per minute; default 6000); got "1000001"; HOLON_RATE_ADMIN must be a whole number from 1 to 1000000 (requests with the admin key per minute; default 600); got "1e3"; HOLON_RATE_SIGNUP must be a whole number from 1 to 1000000 (sign-ups per address per hour; default 5); got "-5"',
       },
     );
   });

@@ -28,6 +28,7 @@ import pino from 'pino';
 import { operationTable as clearingTable, schemaDocument as clearingDocument } from '../../generated/clearing/server.ts';
 import { operationTable as gatewayTable, schemaDocument as gatewayDocument } from '../../generated/gateway/server.ts';
 import { createClearingApp } from '../../src/clearing/app.ts';
+import { envNumber } from '../../src/config/env.ts';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { storeMandate } from '../../src/gateway/mandates.ts';
 import { OPERATION_PRINCIPALS } from '../../src/hosted/policy.ts';
@@ -46,9 +47,9 @@ import {
   type PoolsByField,
 } from '../helpers/fuzz.ts';
 
-const SEED = Number(process.env.FUZZ_SEED ?? 20_261_201);
-const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 5_000);
-const HOSTED_REQUESTS = Number(process.env.FUZZ_HOSTED_REQUESTS ?? 2_000);
+const SEED = envNumber(process.env, { name: 'FUZZ_SEED', what: "fast-check's seed", default: 20_261_201, min: 0, max: 2 ** 31 - 1, integer: true });
+const REQUESTS = envNumber(process.env, { name: 'FUZZ_REQUESTS', what: 'requests to the dev gateway and the binding', default: 5_000, min: 1, max: 1_000_000, integer: true });
+const HOSTED_REQUESTS = envNumber(process.env, { name: 'FUZZ_HOSTED_REQUESTS', what: 'requests to the hosted gateway', default: 2_000, min: 1, max: 1_000_000, integer: true });
 
 /** Field names of each document that take a known id, and how often a fresh one instead. */
 const CLEARING_POOLS: PoolsByField = {

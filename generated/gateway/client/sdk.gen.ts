@@ -84,7 +84,7 @@ export const call = <ThrowOnError extends boolean = false>(options: Options<Call
 /**
  * Pending approvals (gateway §5)
  *
- * Every approval still waiting for a decision, newest first. Pending approvals expire after 7 days and forget their input.
+ * The approvals still waiting for a decision, newest first, at most `limit` (default 100, at most 500). Pending approvals expire after 7 days and forget their input. Hosted: human or agent key, the approvals under the caller's mandates only.
  */
 export const listApprovals = <ThrowOnError extends boolean = false>(options?: Options<ListApprovalsData, ThrowOnError>) => (options?.client ?? client).get<ListApprovalsResponses, ListApprovalsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

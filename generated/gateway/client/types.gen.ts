@@ -1273,7 +1273,12 @@ export type CallResponse = CallResponses[keyof CallResponses];
 export type ListApprovalsData = {
     body?: never;
     path?: never;
-    query?: never;
+    query?: {
+        /**
+         * How many approvals, newest first: 1 to 500, default 100; outside that, 422 `invalid_request`.
+         */
+        limit?: number;
+    };
     url: '/v0/approvals';
 };
 
