@@ -315,6 +315,47 @@ export const schemaDocument = {
           },
           "code": {
             "$ref": "#/components/schemas/ErrorCode"
+          },
+          "asked": {
+            "type": "integer",
+            "description": "`insufficient_funds`: the amount the refused operation asked for, in the binding's unit (micro-units for the reference binding; clearing-contract §6.11)."
+          },
+          "available": {
+            "type": "integer",
+            "description": "`insufficient_funds`: what the account had available (balance − reserved − pending), in the binding's unit (§6.11, invariant 2)."
+          },
+          "balance": {
+            "type": "integer",
+            "description": "`insufficient_funds`: the account's balance, in the binding's unit (§6.11)."
+          },
+          "reserved": {
+            "type": "integer",
+            "description": "`insufficient_funds`: what the account's open holds reserved, in the binding's unit (§6.11)."
+          },
+          "existing": {
+            "type": "object",
+            "description": "`terms_conflict` on open-hold: the terms the hold id already has; reopening with them answers `applied` false (§6.11, §9).",
+            "required": [
+              "account",
+              "amount"
+            ],
+            "properties": {
+              "account": {
+                "type": "string"
+              },
+              "amount": {
+                "type": "integer",
+                "description": "The existing hold's cap, in the binding's unit."
+              }
+            }
+          },
+          "reversed_by": {
+            "type": "string",
+            "description": "`already_reversed`: the transaction id of the reversal that already reversed it (§6.9)."
+          },
+          "bound": {
+            "type": "integer",
+            "description": "`invalid_request` for a posting that would take a balance past the reference binding's bound: the bound, in micro-units (±3 × 10^15)."
           }
         }
       },

@@ -502,6 +502,16 @@ export type CallRefused = {
 };
 
 /**
+ * A call (or an approval's run) refused before its receipt was written, so the answer has none: the request is malformed (422 `invalid_request`), or the DNS-rebinding gate (403 `not_permitted`) or the principal (403 `wrong_principal`) refused it. Nothing was recorded, reserved or billed.
+ */
+export type RefusalBeforeReceipt = ErrorBody & unknown;
+
+/**
+ * A refused call: with its receipt when the gateway got as far as writing one (`CallRefused`), without one when it was refused first (`RefusalBeforeReceipt`).
+ */
+export type CallRefusal = CallRefused | RefusalBeforeReceipt;
+
+/**
  * A call held for a human (gateway §1 "Admit"), bound to the mandate, the exact version, the input's hash and `max_cost`.
  */
 export type Approval = {
@@ -1051,6 +1061,14 @@ export type HealthErrors = {
      * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
      */
     401: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type HealthError = HealthErrors[keyof HealthErrors];
@@ -1092,9 +1110,21 @@ export type SearchAgentsErrors = {
      */
     401: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type SearchAgentsError = SearchAgentsErrors[keyof SearchAgentsErrors];
@@ -1127,9 +1157,17 @@ export type PublishAgentErrors = {
      */
     403: ErrorBody;
     /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
      * `version_exists`: this version was published before (a yanked number is never reused).
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * The manifest or its endpoint, lineage or source is refused; the code names which (see above).
      */
@@ -1177,9 +1215,21 @@ export type ReadAgentErrors = {
      */
     401: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadAgentError = ReadAgentErrors[keyof ReadAgentErrors];
@@ -1212,9 +1262,9 @@ export type CallErrors = {
      */
     401: ErrorBody;
     /**
-     * The mandate denies the call.
+     * The mandate denies the call (with its receipt); or, before any receipt, the DNS-rebinding gate (`not_permitted`) or, hosted, the principal (`wrong_principal`) refused the request.
      */
-    403: CallRefused;
+    403: CallRefusal;
     /**
      * No such mandate (`no_such_mandate`, no receipt: there is nothing to write it under), no such agent (`no_such_agent`), or, hosted, a file of the input that is not the caller's, was deleted or never existed (`file_not_found`, gateway §7 "Files": the receipt is `failed`, never billed, the agent never called).
      */
@@ -1224,9 +1274,13 @@ export type CallErrors = {
      */
     409: ErrorBody;
     /**
-     * The input (or the request) was rejected; nothing was reserved or billed.
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
      */
-    422: CallRefused;
+    415: ErrorBody;
+    /**
+     * The input (or `max_cost`) was rejected, with its receipt; or the request itself is malformed (`invalid_request`: a NUL, a body off its schema, no `mandate`), refused before any receipt. Nothing was reserved or billed.
+     */
+    422: CallRefusal;
     /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
@@ -1236,7 +1290,7 @@ export type CallErrors = {
      */
     502: CallRefused;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1269,9 +1323,17 @@ export type ListApprovalsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
@@ -1310,17 +1372,21 @@ export type ReadApprovalErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * A malformed `wait_s`.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadApprovalError = ReadApprovalErrors[keyof ReadApprovalErrors];
@@ -1352,11 +1418,11 @@ export type DecideApprovalErrors = {
      */
     401: ErrorBody;
     /**
-     * The approved call was denied when it ran (e.g. the budget no longer fits), or (hosted) the principal may not decide approvals.
+     * The approved call was denied when it ran (e.g. the budget no longer fits), with its receipt; or, before any receipt, the DNS-rebinding gate (`not_permitted`) or, hosted, the principal (`wrong_principal`: only the human key decides) refused the request.
      */
-    403: CallRefused;
+    403: CallRefusal;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
@@ -1364,9 +1430,17 @@ export type DecideApprovalErrors = {
      */
     409: ErrorBody;
     /**
-     * A malformed decision.
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request`: a malformed decision or request, or (dev gateway) `{"run": false}`, offered by the hosted gateway only.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
     /**
      * The approved call's agent failed.
      */
@@ -1410,13 +1484,21 @@ export type ListReceiptsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ListReceiptsError = ListReceiptsErrors[keyof ListReceiptsErrors];
@@ -1454,13 +1536,21 @@ export type ReadReceiptErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadReceiptError = ReadReceiptErrors[keyof ReadReceiptErrors];
@@ -1496,13 +1586,21 @@ export type ReadMandateErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadMandateError = ReadMandateErrors[keyof ReadMandateErrors];
@@ -1538,7 +1636,7 @@ export type ListAccountsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
@@ -1546,7 +1644,11 @@ export type ListAccountsErrors = {
      */
     422: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1587,9 +1689,17 @@ export type ListSettlementsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ListSettlementsError = ListSettlementsErrors[keyof ListSettlementsErrors];
@@ -1622,9 +1732,17 @@ export type SignupErrors = {
      */
     403: ErrorBody;
     /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
      * `handle_taken` or `email_taken`.
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request` (a malformed handle or email) or `handle_reserved` (an agent author's namespace, the platform account, or a reserved name).
      */
@@ -1634,7 +1752,7 @@ export type SignupErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1663,11 +1781,23 @@ export type GithubSigninErrors = {
      */
     401: ErrorBody;
     /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1700,7 +1830,23 @@ export type GithubCallbackErrors = {
      */
     401: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1730,11 +1876,19 @@ export type GithubExchangeErrors = {
      */
     404: ErrorBody;
     /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1763,11 +1917,23 @@ export type ReadMeErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1796,9 +1962,21 @@ export type ListMandatesErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ListMandatesError = ListMandatesErrors[keyof ListMandatesErrors];
@@ -1832,17 +2010,29 @@ export type CreateMandateErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
     /**
      * `mandate_exists`.
      */
     409: ErrorBody;
     /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
      * `invalid_mandate` or `invalid_request`.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type CreateMandateError = CreateMandateErrors[keyof CreateMandateErrors];
@@ -1872,17 +2062,25 @@ export type CreateKeyErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `too_many_keys`.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type CreateKeyError = CreateKeyErrors[keyof CreateKeyErrors];
@@ -1914,13 +2112,21 @@ export type RevokeKeyErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type RevokeKeyError = RevokeKeyErrors[keyof RevokeKeyErrors];
@@ -1953,19 +2159,27 @@ export type AdminCreditErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request`: an amount that is not a decimal string more than 0 and at most 1000.00 with at most 6 decimals (0, `-1.00`, `-0`, `1e3`, `999999999999`); the sentence names the bound.
      */
     422: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -2012,17 +2226,21 @@ export type YankAgentErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * `already_yanked`.
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
@@ -2053,9 +2271,17 @@ export type MyAgentsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
@@ -2095,9 +2321,13 @@ export type AdminListAccountsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
     /**
      * `invalid_request`: a `limit` outside 1..500 or a `q` over 254 characters.
      */
@@ -2139,17 +2369,21 @@ export type AdminDisableAccountErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * `account_disabled`: it was disabled already.
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request`: no reason, or one over 1000 characters.
      */
@@ -2197,17 +2431,21 @@ export type AdminYankAgentErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * `already_yanked`.
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `not_moderated` (a shipped agent), or `invalid_request` (no reason).
      */
@@ -2251,9 +2489,13 @@ export type AdminLogErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
     /**
      * `invalid_request`: a `limit` outside 1..500.
      */
@@ -2299,17 +2541,21 @@ export type DeleteCredentialErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * `invalid_request`: a malformed agent name.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type DeleteCredentialError = DeleteCredentialErrors[keyof DeleteCredentialErrors];
@@ -2345,17 +2591,25 @@ export type SetCredentialErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request`: a token that is empty, longer than 4096 characters or not visible ASCII; a malformed agent name.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
     /**
      * `credentials_unavailable`: `HOLON_FILE_SECRET` is not set on this gateway.
      */
@@ -2386,17 +2640,25 @@ export type DraftAgentErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request` (a field out of its bounds, or a draft that is not a valid manifest, e.g. a `per_unit` price), `endpoint_refused` (not https, credentials in the URL, or a non-public address).
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
     /**
      * The example call failed: `runtime_unavailable` (no answer, or the connection was refused by the network guard), `agent_error` (a redirect, a non-2xx answer, a body that is not JSON or over 10 MiB, an `{"error"}` body), `timeout`.
      */
@@ -2427,9 +2689,13 @@ export type UploadFileErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
     /**
      * `file_too_large` (over 20 MiB) or `files_quota_exceeded` (the account's live files would pass 200 MiB); nothing is stored.
      */
@@ -2442,6 +2708,10 @@ export type UploadFileErrors = {
      * `invalid_request`: an empty body, or a Content-Type that is not a media type.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type UploadFileError = UploadFileErrors[keyof UploadFileErrors];
@@ -2473,24 +2743,28 @@ export type DownloadFileErrors = {
      */
     401: ErrorBody;
     /**
-     * `invalid_signature` (not a link the gateway signed for this file) or `link_expired`.
+     * `invalid_signature` (not a link the gateway signed for this file) or `link_expired`; or `not_permitted` (the DNS-rebinding gate).
      */
     403: ErrorBody;
     /**
-     * `file_not_found`: the file was deleted (24 hours after upload) or never existed.
+     * `file_not_found`: the file was deleted (24 hours after upload) or never existed; on the dev gateway `not_offered`.
      */
     404: ErrorBody;
     /**
      * `invalid_request`: a malformed id, `exp` or `sig`.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type DownloadFileError = DownloadFileErrors[keyof DownloadFileErrors];
 
 export type DownloadFileResponses = {
     /**
-     * The file's bytes.
+     * The file's bytes, as an attachment of the media type recorded at upload (`application/octet-stream` when none was given).
      */
     200: Blob | File;
 };
@@ -2509,6 +2783,22 @@ export type ReadCatalogErrors = {
      * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
      */
     401: ErrorBody;
+    /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadCatalogError = ReadCatalogErrors[keyof ReadCatalogErrors];
@@ -2534,6 +2824,22 @@ export type ReadFeaturesErrors = {
      * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
      */
     401: ErrorBody;
+    /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadFeaturesError = ReadFeaturesErrors[keyof ReadFeaturesErrors];
@@ -2565,23 +2871,27 @@ export type TryDemoData = {
 
 export type TryDemoErrors = {
     /**
-     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     * `invalid_key`: a key was presented and is not live (no key is needed).
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the request comes from a web origin that is not `HOLON_SITE_URL` (or its `Host` is not this gateway's); it carries no CORS header.
      */
     403: ErrorBody;
     /**
-     * `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates.
+     * `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates; on the dev gateway `not_offered`.
      */
     404: ErrorBody;
     /**
-     * `demo_input_too_large` (a bound of the narrowed input, named), or `rejected_input` (the agent's interface refuses it).
+     * `invalid_request`: the body is not sent as UTF-8 JSON, or with a Content-Encoding.
+     */
+    415: ErrorBody;
+    /**
+     * `demo_input_too_large` (a bound of the narrowed input, named), `rejected_input` (the agent's interface refuses it), or `invalid_request` (a malformed request).
      */
     422: ErrorBody;
     /**
-     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     * `rate_limited`: too many requests from this address, or more than 10 tries per visitor or 600 in all per hour; `Retry-After` says when to try again.
      */
     429: ErrorBody;
     /**
@@ -2594,7 +2904,7 @@ export type TryDemoError = TryDemoErrors[keyof TryDemoErrors];
 
 export type TryDemoResponses = {
     /**
-     * The agent's output.
+     * The agent's output. Every answer to a request from `HOLON_SITE_URL`'s origin carries its CORS headers.
      */
     200: DemoResult;
 };
