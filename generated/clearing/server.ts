@@ -334,11 +334,8 @@ export const schemaDocument = {
           },
           "existing": {
             "type": "object",
-            "description": "`terms_conflict` on open-hold: the terms the hold id already has; reopening with them answers `applied` false (§6.11, §9).",
-            "required": [
-              "account",
-              "amount"
-            ],
+            "additionalProperties": true,
+            "description": "`terms_conflict`: the terms the id was first used with, so the caller sees what differs; sending exactly those answers `applied` false (§9). For open-hold's hold id `{account, amount}` (§6.11, the cap in the binding's unit); for a transaction id reused at the same door with other terms, that operation's terms as it stored them (e.g. `{account, delta}` for adjust). Absent when the id was used by another operation.",
             "properties": {
               "account": {
                 "type": "string"

@@ -381,11 +381,13 @@ export interface components {
             balance?: number;
             /** @description `insufficient_funds`: what the account's open holds reserved, in the binding's unit (§6.11). */
             reserved?: number;
-            /** @description `terms_conflict` on open-hold: the terms the hold id already has; reopening with them answers `applied` false (§6.11, §9). */
+            /** @description `terms_conflict`: the terms the id was first used with, so the caller sees what differs; sending exactly those answers `applied` false (§9). For open-hold's hold id `{account, amount}` (§6.11, the cap in the binding's unit); for a transaction id reused at the same door with other terms, that operation's terms as it stored them (e.g. `{account, delta}` for adjust). Absent when the id was used by another operation. */
             existing?: {
-                account: string;
+                account?: string;
                 /** @description The existing hold's cap, in the binding's unit. */
-                amount: number;
+                amount?: number;
+            } & {
+                [key: string]: unknown;
             };
             /** @description `already_reversed`: the transaction id of the reversal that already reversed it (§6.9). */
             reversed_by?: string;
