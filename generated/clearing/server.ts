@@ -364,6 +364,44 @@ export const schemaDocument = {
           },
           "code": {
             "$ref": "#/components/schemas/ErrorCode"
+          },
+          "asked": {
+            "type": "integer",
+            "description": "`insufficient_funds`: the amount the refused operation asked for, in the binding's unit (micro-units for the reference binding; clearing-contract §6.11)."
+          },
+          "available": {
+            "type": "integer",
+            "description": "`insufficient_funds`: what the account had available (balance − reserved − pending), in the binding's unit (§6.11, invariant 2)."
+          },
+          "balance": {
+            "type": "integer",
+            "description": "`insufficient_funds`: the account's balance, in the binding's unit (§6.11)."
+          },
+          "reserved": {
+            "type": "integer",
+            "description": "`insufficient_funds`: what the account's open holds reserved, in the binding's unit (§6.11)."
+          },
+          "existing": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "`terms_conflict`: the terms the id was first used with, so the caller sees what differs; sending exactly those answers `applied` false (§9). For open-hold's hold id `{account, amount}` (§6.11, the cap in the binding's unit); for a transaction id reused at the same door with other terms, that operation's terms as it stored them (e.g. `{account, delta}` for adjust). Absent when the id was used by another operation.",
+            "properties": {
+              "account": {
+                "type": "string"
+              },
+              "amount": {
+                "type": "integer",
+                "description": "The existing hold's cap, in the binding's unit."
+              }
+            }
+          },
+          "reversed_by": {
+            "type": "string",
+            "description": "`already_reversed`: the transaction id of the reversal that already reversed it (§6.9)."
+          },
+          "bound": {
+            "type": "integer",
+            "description": "`invalid_request` for a posting that would take a balance past the reference binding's bound: the bound, in micro-units (±3 × 10^15)."
           }
         }
       },

@@ -373,6 +373,26 @@ export interface components {
         ErrorBody: {
             error: string;
             code: components["schemas"]["ErrorCode"];
+            /** @description `insufficient_funds`: the amount the refused operation asked for, in the binding's unit (micro-units for the reference binding; clearing-contract §6.11). */
+            asked?: number;
+            /** @description `insufficient_funds`: what the account had available (balance − reserved − pending), in the binding's unit (§6.11, invariant 2). */
+            available?: number;
+            /** @description `insufficient_funds`: the account's balance, in the binding's unit (§6.11). */
+            balance?: number;
+            /** @description `insufficient_funds`: what the account's open holds reserved, in the binding's unit (§6.11). */
+            reserved?: number;
+            /** @description `terms_conflict`: the terms the id was first used with, so the caller sees what differs; sending exactly those answers `applied` false (§9). For open-hold's hold id `{account, amount}` (§6.11, the cap in the binding's unit); for a transaction id reused at the same door with other terms, that operation's terms as it stored them (e.g. `{account, delta}` for adjust). Absent when the id was used by another operation. */
+            existing?: {
+                account?: string;
+                /** @description The existing hold's cap, in the binding's unit. */
+                amount?: number;
+            } & {
+                [key: string]: unknown;
+            };
+            /** @description `already_reversed`: the transaction id of the reversal that already reversed it (§6.9). */
+            reversed_by?: string;
+            /** @description `invalid_request` for a posting that would take a balance past the reference binding's bound: the bound, in micro-units (±3 × 10^15). */
+            bound?: number;
         };
         /** @description An integer in the binding's unit; for the reference binding, EUR micro-units (clearing-contract §3, invariant 7). The reference binding keeps every balance within ±3000000000000000 (3 × 10^15) and refuses a write that would pass it, so every figure it answers is exact in a JSON number. */
         Amount: number;
@@ -695,7 +715,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2). */
+        /** @description `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2). */
         NotFound: {
             headers: {
                 [name: string]: unknown;
@@ -704,7 +724,16 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2). */
+        /** @description `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed. */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
+        /** @description `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -760,6 +789,7 @@ export interface operations {
                     };
                 };
             };
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -782,6 +812,7 @@ export interface operations {
                 };
             };
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -808,6 +839,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -834,6 +866,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -890,6 +923,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -916,6 +950,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -942,6 +977,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -969,6 +1005,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -997,6 +1034,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -1025,6 +1063,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -1053,6 +1092,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -1081,6 +1121,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -1109,6 +1150,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -1137,6 +1179,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -1165,6 +1208,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -1192,6 +1236,8 @@ export interface operations {
                 };
             };
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };
@@ -1220,6 +1266,7 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };

@@ -2466,6 +2466,32 @@ export const schemaDocument = {
           }
         }
       },
+      "RefusalBeforeReceipt": {
+        "description": "A call (or an approval's run) refused before its receipt was written, so the answer has none: the request is malformed (422 `invalid_request`), or the DNS-rebinding gate (403 `not_permitted`) or the principal (403 `wrong_principal`) refused it. Nothing was recorded, reserved or billed.",
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/ErrorBody"
+          },
+          {
+            "not": {
+              "required": [
+                "receipt"
+              ]
+            }
+          }
+        ]
+      },
+      "CallRefusal": {
+        "description": "A refused call: with its receipt when the gateway got as far as writing one (`CallRefused`), without one when it was refused first (`RefusalBeforeReceipt`).",
+        "oneOf": [
+          {
+            "$ref": "#/components/schemas/CallRefused"
+          },
+          {
+            "$ref": "#/components/schemas/RefusalBeforeReceipt"
+          }
+        ]
+      },
       "Approval": {
         "type": "object",
         "description": "A call held for a human (gateway §1 \"Admit\"), bound to the mandate, the exact version, the input's hash and `max_cost`.",

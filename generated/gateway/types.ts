@@ -1073,6 +1073,10 @@ export interface components {
             code: components["schemas"]["ErrorCode"] | components["schemas"]["AgentErrorCode"];
             receipt: components["schemas"]["ReceiptTree"];
         };
+        /** @description A call (or an approval's run) refused before its receipt was written, so the answer has none: the request is malformed (422 `invalid_request`), or the DNS-rebinding gate (403 `not_permitted`) or the principal (403 `wrong_principal`) refused it. Nothing was recorded, reserved or billed. */
+        RefusalBeforeReceipt: components["schemas"]["ErrorBody"] & unknown;
+        /** @description A refused call: with its receipt when the gateway got as far as writing one (`CallRefused`), without one when it was refused first (`RefusalBeforeReceipt`). */
+        CallRefusal: components["schemas"]["CallRefused"] | components["schemas"]["RefusalBeforeReceipt"];
         /** @description A call held for a human (gateway §1 "Admit"), bound to the mandate, the exact version, the input's hash and `max_cost`. */
         Approval: {
             id: string;
@@ -1439,6 +1443,24 @@ export interface components {
         Mandate_capability_pattern: string;
     };
     responses: {
+        /** @description `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed. */
+        InvalidRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
+        /** @description `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed. */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired). */
         Unauthorized: {
             headers: {
@@ -1448,7 +1470,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals"). */
+        /** @description `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals"). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -1460,13 +1482,14 @@ export interface components {
         /** @description Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again. */
         RateLimited: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description No such agent, mandate, approval, receipt or route. */
+        /** @description No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7). */
         NotFound: {
             headers: {
                 [name: string]: unknown;
@@ -1484,9 +1507,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed). */
+        /** @description The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`. */
         Unavailable: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "Server-Timing": components["headers"]["ServerTiming"];
                 [name: string]: unknown;
             };
             content: {
@@ -1496,7 +1521,28 @@ export interface components {
     };
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Seconds to wait before trying again (RFC 9110 §10.2.3). */
+        RetryAfter: number;
+        /** @description With `HOLON_SERVER_TIMING=1`: the wall time of each phase the call went through (`mandate`, `admit`, `reserve`, `hold`, `run`, `finish`) and `total`, in ms. */
+        ServerTiming: string;
+        /** @description `sandbox; default-src 'none'`: a browser never runs the file as a page of the gateway. */
+        ContentSecurityPolicy: string;
+        /** @description `nosniff`: a browser takes the file's media type as given. */
+        XContentTypeOptions: "nosniff";
+        /** @description `attachment; filename="<id>"`: the file is downloaded, never shown inline. */
+        ContentDisposition: string;
+        /** @description `private, no-store`: no shared cache keeps the file. */
+        CacheControl: string;
+        /** @description CORS: `HOLON_SITE_URL`'s origin, on answers to a request from it; absent for any other origin. */
+        AccessControlAllowOrigin: string;
+        /** @description `Origin`, on answers that carry `Access-Control-Allow-Origin`. */
+        Vary: string;
+        /** @description Where the redirect goes. */
+        Location: string;
+        /** @description The sign-in `state` cookie (`HttpOnly`, `SameSite=Lax`, path `/v0/auth/github`), set by the start and cleared by the callback. */
+        SetCookie: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1523,6 +1569,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "search-agents": {
@@ -1553,7 +1601,10 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "publish-agent": {
@@ -1588,6 +1639,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            404: components["responses"]["NotFound"];
             /** @description `version_exists`: this version was published before (a yanked number is never reused). */
             409: {
                 headers: {
@@ -1597,6 +1649,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description The manifest or its endpoint, lineage or source is refused; the code names which (see above). */
             422: {
                 headers: {
@@ -1642,7 +1695,10 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     call: {
@@ -1664,6 +1720,7 @@ export interface operations {
             /** @description The call succeeded. */
             200: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1673,6 +1730,7 @@ export interface operations {
             /** @description The call waits for a human's approval. */
             202: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1680,18 +1738,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description The mandate denies the call. */
+            /** @description The mandate denies the call (with its receipt); or, before any receipt, the DNS-rebinding gate (`not_permitted`) or, hosted, the principal (`wrong_principal`) refused the request. */
             403: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CallRefused"];
+                    "application/json": components["schemas"]["CallRefusal"];
                 };
             };
             /** @description No such mandate (`no_such_mandate`, no receipt: there is nothing to write it under), no such agent (`no_such_agent`), or, hosted, a file of the input that is not the caller's, was deleted or never existed (`file_not_found`, gateway §7 "Files": the receipt is `failed`, never billed, the agent never called). */
             404: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1707,19 +1767,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The input (or the request) was rejected; nothing was reserved or billed. */
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description The input (or `max_cost`) was rejected, with its receipt; or the request itself is malformed (`invalid_request`: a NUL, a body off its schema, no `mandate`), refused before any receipt. Nothing was reserved or billed. */
             422: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CallRefused"];
+                    "application/json": components["schemas"]["CallRefusal"];
                 };
             };
             429: components["responses"]["RateLimited"];
             /** @description The agent failed; billed only for a declared error with `billed` under `charge_on attempt`. */
             502: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1754,6 +1817,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "read-approval": {
@@ -1792,6 +1857,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
         };
     };
     "decide-approval": {
@@ -1813,6 +1879,7 @@ export interface operations {
             /** @description Rejected, or approved and the call succeeded. */
             200: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1820,18 +1887,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description The approved call was denied when it ran (e.g. the budget no longer fits), or (hosted) the principal may not decide approvals. */
+            /** @description The approved call was denied when it ran (e.g. the budget no longer fits), with its receipt; or, before any receipt, the DNS-rebinding gate (`not_permitted`) or, hosted, the principal (`wrong_principal`: only the human key decides) refused the request. */
             403: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CallRefused"];
+                    "application/json": components["schemas"]["CallRefusal"];
                 };
             };
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            /** @description A malformed decision. */
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `invalid_request`: a malformed decision or request, or (dev gateway) `{"run": false}`, offered by the hosted gateway only. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1840,9 +1909,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
             /** @description The approved call's agent failed. */
             502: {
                 headers: {
+                    "Server-Timing": components["headers"]["ServerTiming"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1883,6 +1954,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "read-receipt": {
@@ -1909,6 +1982,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "read-mandate": {
@@ -1937,6 +2012,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "list-accounts": {
@@ -1978,6 +2055,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2006,6 +2084,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     signup: {
@@ -2040,6 +2120,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            404: components["responses"]["NotFound"];
             /** @description `handle_taken` or `email_taken`. */
             409: {
                 headers: {
@@ -2049,6 +2130,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `invalid_request` (a malformed handle or email) or `handle_reserved` (an agent author's namespace, the platform account, or a reserved name). */
             422: {
                 headers: {
@@ -2071,14 +2153,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description To GitHub. */
+            /** @description To GitHub, with the `state` cookie. */
             302: {
                 headers: {
+                    Location: components["headers"]["Location"];
+                    "Set-Cookie": components["headers"]["SetCookie"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -2099,14 +2186,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description To `/console#login=<code>` or `/console#login_error=<code>`. */
+            /** @description To `/console#login=<code>` or `/console#login_error=<code>`; the `state` cookie is cleared. */
             302: {
                 headers: {
+                    Location: components["headers"]["Location"];
+                    "Set-Cookie": components["headers"]["SetCookie"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2153,6 +2246,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidRequest"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -2177,6 +2272,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2202,6 +2300,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "create-mandate": {
@@ -2228,6 +2329,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             /** @description `mandate_exists`. */
             409: {
                 headers: {
@@ -2237,6 +2339,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `invalid_mandate` or `invalid_request`. */
             422: {
                 headers: {
@@ -2246,6 +2349,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
         };
     };
     "create-key": {
@@ -2277,6 +2381,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `too_many_keys`. */
             422: {
                 headers: {
@@ -2286,6 +2391,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
         };
     };
     "revoke-key": {
@@ -2312,6 +2418,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "admin-credit": {
@@ -2348,6 +2456,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `invalid_request`: an amount that is not a decimal string more than 0 and at most 1000.00 with at most 6 decimals (0, `-1.00`, `-0`, `1e3`, `999999999999`); the sentence names the bound. */
             422: {
                 headers: {
@@ -2357,6 +2466,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2397,6 +2507,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["InvalidRequest"];
             429: components["responses"]["RateLimited"];
         };
     };
@@ -2420,6 +2531,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
             429: components["responses"]["RateLimited"];
         };
     };
@@ -2450,6 +2563,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             /** @description `invalid_request`: a `limit` outside 1..500 or a `q` over 254 characters. */
             422: {
                 headers: {
@@ -2499,6 +2613,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `invalid_request`: no reason, or one over 1000 characters. */
             422: {
                 headers: {
@@ -2552,6 +2667,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `not_moderated` (a shipped agent), or `invalid_request` (no reason). */
             422: {
                 headers: {
@@ -2591,6 +2707,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             /** @description `invalid_request`: a `limit` outside 1..500. */
             422: {
                 headers: {
@@ -2633,6 +2750,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `invalid_request`: a token that is empty, longer than 4096 characters or not visible ASCII; a malformed agent name. */
             422: {
                 headers: {
@@ -2642,6 +2760,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
             /** @description `credentials_unavailable`: `HOLON_FILE_SECRET` is not set on this gateway. */
             503: {
                 headers: {
@@ -2688,6 +2807,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
         };
     };
     "draft-agent": {
@@ -2715,6 +2835,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `invalid_request` (a field out of its bounds, or a draft that is not a valid manifest, e.g. a `per_unit` price), `endpoint_refused` (not https, credentials in the URL, or a non-public address). */
             422: {
                 headers: {
@@ -2724,6 +2845,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
             /** @description The example call failed: `runtime_unavailable` (no answer, or the connection was refused by the network guard), `agent_error` (a redirect, a non-2xx answer, a body that is not JSON or over 10 MiB, an `{"error"}` body), `timeout`. */
             502: {
                 headers: {
@@ -2759,6 +2881,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             /** @description `file_too_large` (over 20 MiB) or `files_quota_exceeded` (the account's live files would pass 200 MiB); nothing is stored. */
             413: {
                 headers: {
@@ -2786,6 +2909,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
         };
     };
     "download-file": {
@@ -2802,17 +2926,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, as an attachment of the media type recorded at upload (`application/octet-stream` when none was given). */
             200: {
                 headers: {
+                    "Content-Disposition": components["headers"]["ContentDisposition"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
+                    "*/*": string;
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description `invalid_signature` (not a link the gateway signed for this file) or `link_expired`. */
+            /** @description `invalid_signature` (not a link the gateway signed for this file) or `link_expired`; or `not_permitted` (the DNS-rebinding gate). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2821,7 +2949,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `file_not_found`: the file was deleted (24 hours after upload) or never existed. */
+            /** @description `file_not_found`: the file was deleted (24 hours after upload) or never existed; on the dev gateway `not_offered`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2839,6 +2967,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
         };
     };
     "read-catalog": {
@@ -2860,6 +2989,10 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "read-features": {
@@ -2881,6 +3014,10 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
         };
     };
     "try-demo": {
@@ -2901,39 +3038,89 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The agent's output. */
+            /** @description The agent's output. Every answer to a request from `HOLON_SITE_URL`'s origin carries its CORS headers. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["DemoResult"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            /** @description `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates. */
+            /** @description `invalid_key`: a key was presented and is not live (no key is needed). */
+            401: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `not_permitted`: the request comes from a web origin that is not `HOLON_SITE_URL` (or its `Host` is not this gateway's); it carries no CORS header. */
+            403: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates; on the dev gateway `not_offered`. */
             404: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `demo_input_too_large` (a bound of the narrowed input, named), or `rejected_input` (the agent's interface refuses it). */
+            /** @description `invalid_request`: the body is not sent as UTF-8 JSON, or with a Content-Encoding. */
+            415: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `demo_input_too_large` (a bound of the narrowed input, named), `rejected_input` (the agent's interface refuses it), or `invalid_request` (a malformed request). */
             422: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            429: components["responses"]["RateLimited"];
+            /** @description `rate_limited`: too many requests from this address, or more than 10 tries per visitor or 600 in all per hour; `Retry-After` says when to try again. */
+            429: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    Vary: components["headers"]["Vary"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The agent failed or reported an error (`code` is its code); nothing was billed. */
             502: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {

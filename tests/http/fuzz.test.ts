@@ -12,7 +12,11 @@
  * - no refused request (4xx) changes the ledger: the journal, any balance, any hold, any agent
  *   link, or the gateway's budget reservations, nor, on the hosted gateway, its accounts, keys,
  *   mandates, admin credits and files (a snapshot after each request, compared with the one
- *   before it; the gateways' settlements are posted before each snapshot).
+ *   before it; the gateways' settlements are posted before each snapshot);
+ * - every answer is one its document describes (status, body, media type, headers), checked by
+ *   the validator of `tests/helpers/documents.ts` (issue 25 §3); a request whose path is no
+ *   operation (a hostile segment the URL parser rewrote) answers `no_such_route` and is not held
+ *   to any operation.
  *
  * Fixed seed for reproducibility; `FUZZ_SEED`, `FUZZ_REQUESTS` (dev gateway and binding, default
  * 5,000) and `FUZZ_HOSTED_REQUESTS` (hosted gateway, default 2,000) override it, and a failure
@@ -35,6 +39,7 @@ import { OPERATION_PRINCIPALS } from '../../src/hosted/policy.ts';
 import { freshStore, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startGithubStandin, standinSettings, type GithubStandin } from '../helpers/github-standin.ts';
 import { ADMIN_KEY, startTestHosted, type TestHosted } from '../helpers/hosted.ts';
+import { clearingResponses, gatewayResponses } from '../helpers/documents.ts';
 import {
   PoolPick,
   plannedRequest,
@@ -236,6 +241,8 @@ const PATHS = new Map<string, string>([
 interface Tally {
   statuses: Map<number, number>;
   operations: Map<string, Record<number, number>>;
+  /** The answers the documents do not describe, once each. */
+  undescribed: Set<string>;
 }
 
 /**
@@ -245,6 +252,7 @@ interface Tally {
 async function send(plans: readonly PlannedRequest[]): Promise<Tally> {
   const statuses = new Map<number, number>();
   const operations = new Map<string, Record<number, number>>();
+  const undescribed = new Set<string>();
   let state = await snapshot(null, 'binding');
   for (const [index, plan] of plans.entries()) {
     const sent = materialize(plan, PATHS.get(`${plan.server} ${plan.operationId}`)!);
@@ -269,6 +277,12 @@ async function send(plans: readonly PlannedRequest[]): Promise<Tally> {
     const byStatus = operations.get(`${plan.server} ${plan.operationId}`) ?? {};
     byStatus[status] = (byStatus[status] ?? 0) + 1;
     operations.set(`${plan.server} ${plan.operationId}`, byStatus);
+    const validator = plan.server === 'binding' ? clearingResponses : gatewayResponses;
+    const sentUrl = new URL(sent.url);
+    if (validator.operationOf(sent.method, sentUrl.pathname)) {
+      const headers = Object.fromEntries(response.headers);
+      for (const violation of validator.violations({ method: sent.method, path: sentUrl.pathname, status, headers, text })) undescribed.add(`${plan.server}: ${violation}`);
+    }
     const agentFailed = status === 502 && plan.server !== 'binding' && answer?.receipt?.id !== undefined;
     assert.ok(status < 500 || agentFailed, `${status} ${text.slice(0, 300)} (${describe()})`);
     if (plan.server === 'gateway') await gateway.running.outbox.drain();
@@ -278,7 +292,7 @@ async function send(plans: readonly PlannedRequest[]): Promise<Tally> {
     learn(plan, status, answer);
     state = now;
   }
-  return { statuses, operations };
+  return { statuses, operations, undescribed };
 }
 
 before(async () => {
@@ -414,6 +428,7 @@ test(`fuzz: ${REQUESTS} generated requests on both APIs: no 5xx, and no refused 
   const tally = await send(fc.sample(arbitrary, { seed: SEED, numRuns: REQUESTS }));
   // Every operation of both documents was exercised, and the answers were not all one kind.
   assert.deepEqual([...unreached('binding', tally), ...unreached('gateway', tally)], [], 'operations not reached');
+  assert.deepEqual([...tally.undescribed].sort(), [], 'answers the documents do not describe');
   assert.ok((tally.statuses.get(200) ?? 0) > REQUESTS / 10, `too few accepted requests: ${JSON.stringify([...tally.statuses])}`);
   console.log(`fuzz seed ${SEED}: ${REQUESTS} requests, ${tallyLine(tally)}`);
 });
@@ -434,6 +449,7 @@ test(`fuzz: ${HOSTED_REQUESTS} generated requests on every operation of the host
   const arbitrary = fc.oneof({ arbitrary: runnable, weight: 16 }, ...gatewayTable.map((op) => ({ arbitrary: operation(op), weight: GATEWAY_WEIGHTS[op.operationId] ?? 4 })));
   const tally = await send(fc.sample(arbitrary, { seed: SEED, numRuns: HOSTED_REQUESTS }));
   assert.deepEqual(unreached('hosted', tally), [], 'operations not reached');
+  assert.deepEqual([...tally.undescribed].sort(), [], 'answers the documents do not describe');
   // Each operation was answered past the principal check at least once (not only 401 and 403).
   const gated = [...tally.operations].filter(([k, byStatus]) => k.startsWith('hosted ') && Object.keys(byStatus).every((status) => status === '401' || status === '403')).map(([k]) => k);
   assert.deepEqual(gated, [], 'operations only ever refused for their key');

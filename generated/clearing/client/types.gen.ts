@@ -15,6 +15,41 @@ export type ErrorCode = 'not_permitted' | 'not_offered' | 'no_such_object' | 'no
 export type ErrorBody = {
     error: string;
     code: ErrorCode;
+    /**
+     * `insufficient_funds`: the amount the refused operation asked for, in the binding's unit (micro-units for the reference binding; clearing-contract §6.11).
+     */
+    asked?: number;
+    /**
+     * `insufficient_funds`: what the account had available (balance − reserved − pending), in the binding's unit (§6.11, invariant 2).
+     */
+    available?: number;
+    /**
+     * `insufficient_funds`: the account's balance, in the binding's unit (§6.11).
+     */
+    balance?: number;
+    /**
+     * `insufficient_funds`: what the account's open holds reserved, in the binding's unit (§6.11).
+     */
+    reserved?: number;
+    /**
+     * `terms_conflict`: the terms the id was first used with, so the caller sees what differs; sending exactly those answers `applied` false (§9). For open-hold's hold id `{account, amount}` (§6.11, the cap in the binding's unit); for a transaction id reused at the same door with other terms, that operation's terms as it stored them (e.g. `{account, delta}` for adjust). Absent when the id was used by another operation.
+     */
+    existing?: {
+        account?: string;
+        /**
+         * The existing hold's cap, in the binding's unit.
+         */
+        amount?: number;
+        [key: string]: unknown;
+    };
+    /**
+     * `already_reversed`: the transaction id of the reversal that already reversed it (§6.9).
+     */
+    reversed_by?: string;
+    /**
+     * `invalid_request` for a posting that would take a balance past the reference binding's bound: the bound, in micro-units (±3 × 10^15).
+     */
+    bound?: number;
 };
 
 /**
@@ -471,6 +506,10 @@ export type HealthData = {
 
 export type HealthErrors = {
     /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
+    /**
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
     500: ErrorBody;
@@ -501,6 +540,10 @@ export type CapabilitiesErrors = {
      * `not_permitted`: the caller may not talk to this binding (clearing-contract §3, §7.2).
      */
     403: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
@@ -536,9 +579,13 @@ export type ResolveAccountErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
@@ -574,9 +621,13 @@ export type ReadBalanceErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
@@ -617,11 +668,11 @@ export type ReadSummaryErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -659,9 +710,13 @@ export type ReadSettlementErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
@@ -697,9 +752,13 @@ export type ListReservationsErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
@@ -735,9 +794,13 @@ export type ReadReservationErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
@@ -768,11 +831,15 @@ export type CreditErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -805,11 +872,15 @@ export type SettleErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -842,11 +913,15 @@ export type ReverseErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -879,11 +954,15 @@ export type AdjustErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -916,11 +995,15 @@ export type OpenHoldErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -953,11 +1036,15 @@ export type ResizeHoldErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -990,11 +1077,15 @@ export type DrawErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -1027,11 +1118,15 @@ export type ReleaseHoldErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -1064,7 +1159,15 @@ export type CreateAccountErrors = {
      */
     403: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**
@@ -1097,11 +1200,15 @@ export type LinkAgentErrors = {
      */
     403: ErrorBody;
     /**
-     * `not_offered`, `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
+     * `not_offered` (this binding does not offer the operation, §5.2), `no_such_object` or `no_such_route` (clearing-contract §7.1, §7.2).
      */
     404: ErrorBody;
     /**
-     * `invalid_request`, `insufficient_funds`, `terms_conflict`, `already_reversed`, `not_reversible` or `closed` (clearing-contract §7.2).
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
      */
     422: ErrorBody;
     /**

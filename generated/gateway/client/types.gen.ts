@@ -516,6 +516,16 @@ export type CallRefused = {
 };
 
 /**
+ * A call (or an approval's run) refused before its receipt was written, so the answer has none: the request is malformed (422 `invalid_request`), or the DNS-rebinding gate (403 `not_permitted`) or the principal (403 `wrong_principal`) refused it. Nothing was recorded, reserved or billed.
+ */
+export type RefusalBeforeReceipt = ErrorBody & unknown;
+
+/**
+ * A refused call: with its receipt when the gateway got as far as writing one (`CallRefused`), without one when it was refused first (`RefusalBeforeReceipt`).
+ */
+export type CallRefusal = CallRefused | RefusalBeforeReceipt;
+
+/**
  * A call held for a human (gateway §1 "Admit"), bound to the mandate, the exact version, the input's hash and `max_cost`.
  */
 export type Approval = {
@@ -1065,6 +1075,14 @@ export type HealthErrors = {
      * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
      */
     401: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type HealthError = HealthErrors[keyof HealthErrors];
@@ -1106,9 +1124,21 @@ export type SearchAgentsErrors = {
      */
     401: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type SearchAgentsError = SearchAgentsErrors[keyof SearchAgentsErrors];
@@ -1141,9 +1171,17 @@ export type PublishAgentErrors = {
      */
     403: ErrorBody;
     /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
      * `version_exists`: this version was published before (a yanked number is never reused).
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * The manifest or its endpoint, lineage or source is refused; the code names which (see above).
      */
@@ -1191,9 +1229,21 @@ export type ReadAgentErrors = {
      */
     401: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadAgentError = ReadAgentErrors[keyof ReadAgentErrors];
@@ -1226,9 +1276,9 @@ export type CallErrors = {
      */
     401: ErrorBody;
     /**
-     * The mandate denies the call.
+     * The mandate denies the call (with its receipt); or, before any receipt, the DNS-rebinding gate (`not_permitted`) or, hosted, the principal (`wrong_principal`) refused the request.
      */
-    403: CallRefused;
+    403: CallRefusal;
     /**
      * No such mandate (`no_such_mandate`, no receipt: there is nothing to write it under), no such agent (`no_such_agent`), or, hosted, a file of the input that is not the caller's, was deleted or never existed (`file_not_found`, gateway §7 "Files": the receipt is `failed`, never billed, the agent never called).
      */
@@ -1238,9 +1288,13 @@ export type CallErrors = {
      */
     409: ErrorBody;
     /**
-     * The input (or the request) was rejected; nothing was reserved or billed.
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
      */
-    422: CallRefused;
+    415: ErrorBody;
+    /**
+     * The input (or `max_cost`) was rejected, with its receipt; or the request itself is malformed (`invalid_request`: a NUL, a body off its schema, no `mandate`), refused before any receipt. Nothing was reserved or billed.
+     */
+    422: CallRefusal;
     /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
@@ -1250,7 +1304,7 @@ export type CallErrors = {
      */
     502: CallRefused;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1288,9 +1342,17 @@ export type ListApprovalsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
@@ -1329,17 +1391,21 @@ export type ReadApprovalErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * A malformed `wait_s`.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadApprovalError = ReadApprovalErrors[keyof ReadApprovalErrors];
@@ -1371,11 +1437,11 @@ export type DecideApprovalErrors = {
      */
     401: ErrorBody;
     /**
-     * The approved call was denied when it ran (e.g. the budget no longer fits), or (hosted) the principal may not decide approvals.
+     * The approved call was denied when it ran (e.g. the budget no longer fits), with its receipt; or, before any receipt, the DNS-rebinding gate (`not_permitted`) or, hosted, the principal (`wrong_principal`: only the human key decides) refused the request.
      */
-    403: CallRefused;
+    403: CallRefusal;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
@@ -1383,9 +1449,17 @@ export type DecideApprovalErrors = {
      */
     409: ErrorBody;
     /**
-     * A malformed decision.
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request`: a malformed decision or request, or (dev gateway) `{"run": false}`, offered by the hosted gateway only.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
     /**
      * The approved call's agent failed.
      */
@@ -1429,13 +1503,21 @@ export type ListReceiptsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ListReceiptsError = ListReceiptsErrors[keyof ListReceiptsErrors];
@@ -1473,13 +1555,21 @@ export type ReadReceiptErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadReceiptError = ReadReceiptErrors[keyof ReadReceiptErrors];
@@ -1515,13 +1605,21 @@ export type ReadMandateErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadMandateError = ReadMandateErrors[keyof ReadMandateErrors];
@@ -1557,7 +1655,7 @@ export type ListAccountsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
@@ -1565,7 +1663,11 @@ export type ListAccountsErrors = {
      */
     422: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1606,9 +1708,17 @@ export type ListSettlementsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ListSettlementsError = ListSettlementsErrors[keyof ListSettlementsErrors];
@@ -1641,9 +1751,17 @@ export type SignupErrors = {
      */
     403: ErrorBody;
     /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
      * `handle_taken` or `email_taken`.
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request` (a malformed handle or email) or `handle_reserved` (an agent author's namespace, the platform account, or a reserved name).
      */
@@ -1653,7 +1771,7 @@ export type SignupErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1682,11 +1800,23 @@ export type GithubSigninErrors = {
      */
     401: ErrorBody;
     /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1719,7 +1849,23 @@ export type GithubCallbackErrors = {
      */
     401: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1749,11 +1895,19 @@ export type GithubExchangeErrors = {
      */
     404: ErrorBody;
     /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1782,11 +1936,23 @@ export type ReadMeErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1815,9 +1981,21 @@ export type ListMandatesErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ListMandatesError = ListMandatesErrors[keyof ListMandatesErrors];
@@ -1851,17 +2029,29 @@ export type CreateMandateErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
     /**
      * `mandate_exists`.
      */
     409: ErrorBody;
     /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
+    /**
      * `invalid_mandate` or `invalid_request`.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type CreateMandateError = CreateMandateErrors[keyof CreateMandateErrors];
@@ -1891,17 +2081,25 @@ export type CreateKeyErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `too_many_keys`.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type CreateKeyError = CreateKeyErrors[keyof CreateKeyErrors];
@@ -1933,13 +2131,21 @@ export type RevokeKeyErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type RevokeKeyError = RevokeKeyErrors[keyof RevokeKeyErrors];
@@ -1972,19 +2178,27 @@ export type AdminCreditErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request`: an amount that is not a decimal string more than 0 and at most 1000.00 with at most 6 decimals (0, `-1.00`, `-0`, `1e3`, `999999999999`); the sentence names the bound.
      */
     422: ErrorBody;
     /**
-     * The clearing binding could not be reached; nothing was billed (clearing-contract §13, fails closed).
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -2031,17 +2245,21 @@ export type YankAgentErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * `already_yanked`.
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
@@ -2072,9 +2290,17 @@ export type MyAgentsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
     /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
@@ -2114,9 +2340,13 @@ export type AdminListAccountsErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
     /**
      * `invalid_request`: a `limit` outside 1..500 or a `q` over 254 characters.
      */
@@ -2158,17 +2388,21 @@ export type AdminDisableAccountErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * `account_disabled`: it was disabled already.
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request`: no reason, or one over 1000 characters.
      */
@@ -2216,17 +2450,21 @@ export type AdminYankAgentErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * `already_yanked`.
      */
     409: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `not_moderated` (a shipped agent), or `invalid_request` (no reason).
      */
@@ -2270,9 +2508,13 @@ export type AdminLogErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
     /**
      * `invalid_request`: a `limit` outside 1..500.
      */
@@ -2318,17 +2560,21 @@ export type DeleteCredentialErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
     /**
      * `invalid_request`: a malformed agent name.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type DeleteCredentialError = DeleteCredentialErrors[keyof DeleteCredentialErrors];
@@ -2364,17 +2610,25 @@ export type SetCredentialErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request`: a token that is empty, longer than 4096 characters or not visible ASCII; a malformed agent name.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
     /**
      * `credentials_unavailable`: `HOLON_FILE_SECRET` is not set on this gateway.
      */
@@ -2405,17 +2659,25 @@ export type DraftAgentErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
     /**
-     * No such agent, mandate, approval, receipt or route.
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
      */
     404: ErrorBody;
+    /**
+     * `invalid_request`: the body is not sent as UTF-8 JSON (another media type or charset), or is sent with a Content-Encoding; nothing was changed.
+     */
+    415: ErrorBody;
     /**
      * `invalid_request` (a field out of its bounds, or a draft that is not a valid manifest, e.g. a `per_unit` price), `endpoint_refused` (not https, credentials in the URL, or a non-public address).
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
     /**
      * The example call failed: `runtime_unavailable` (no answer, or the connection was refused by the network guard), `agent_error` (a redirect, a non-2xx answer, a body that is not JSON or over 10 MiB, an `{"error"}` body), `timeout`.
      */
@@ -2446,9 +2708,13 @@ export type UploadFileErrors = {
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
      */
     403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
     /**
      * `file_too_large` (over 20 MiB) or `files_quota_exceeded` (the account's live files would pass 200 MiB); nothing is stored.
      */
@@ -2461,6 +2727,10 @@ export type UploadFileErrors = {
      * `invalid_request`: an empty body, or a Content-Type that is not a media type.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type UploadFileError = UploadFileErrors[keyof UploadFileErrors];
@@ -2492,24 +2762,28 @@ export type DownloadFileErrors = {
      */
     401: ErrorBody;
     /**
-     * `invalid_signature` (not a link the gateway signed for this file) or `link_expired`.
+     * `invalid_signature` (not a link the gateway signed for this file) or `link_expired`; or `not_permitted` (the DNS-rebinding gate).
      */
     403: ErrorBody;
     /**
-     * `file_not_found`: the file was deleted (24 hours after upload) or never existed.
+     * `file_not_found`: the file was deleted (24 hours after upload) or never existed; on the dev gateway `not_offered`.
      */
     404: ErrorBody;
     /**
      * `invalid_request`: a malformed id, `exp` or `sig`.
      */
     422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type DownloadFileError = DownloadFileErrors[keyof DownloadFileErrors];
 
 export type DownloadFileResponses = {
     /**
-     * The file's bytes.
+     * The file's bytes, as an attachment of the media type recorded at upload (`application/octet-stream` when none was given).
      */
     200: Blob | File;
 };
@@ -2528,6 +2802,22 @@ export type ReadCatalogErrors = {
      * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
      */
     401: ErrorBody;
+    /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadCatalogError = ReadCatalogErrors[keyof ReadCatalogErrors];
@@ -2553,6 +2843,22 @@ export type ReadFeaturesErrors = {
      * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
      */
     401: ErrorBody;
+    /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
 };
 
 export type ReadFeaturesError = ReadFeaturesErrors[keyof ReadFeaturesErrors];
@@ -2584,23 +2890,27 @@ export type TryDemoData = {
 
 export type TryDemoErrors = {
     /**
-     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     * `invalid_key`: a key was presented and is not live (no key is needed).
      */
     401: ErrorBody;
     /**
-     * Hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     * `not_permitted`: the request comes from a web origin that is not `HOLON_SITE_URL` (or its `Host` is not this gateway's); it carries no CORS header.
      */
     403: ErrorBody;
     /**
-     * `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates.
+     * `no_such_agent`, or `not_in_demo`: the agent is published, priced above the demo bound, or delegates; on the dev gateway `not_offered`.
      */
     404: ErrorBody;
     /**
-     * `demo_input_too_large` (a bound of the narrowed input, named), or `rejected_input` (the agent's interface refuses it).
+     * `invalid_request`: the body is not sent as UTF-8 JSON, or with a Content-Encoding.
+     */
+    415: ErrorBody;
+    /**
+     * `demo_input_too_large` (a bound of the narrowed input, named), `rejected_input` (the agent's interface refuses it), or `invalid_request` (a malformed request).
      */
     422: ErrorBody;
     /**
-     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     * `rate_limited`: too many requests from this address, or more than 10 tries per visitor or 600 in all per hour; `Retry-After` says when to try again.
      */
     429: ErrorBody;
     /**
@@ -2613,7 +2923,7 @@ export type TryDemoError = TryDemoErrors[keyof TryDemoErrors];
 
 export type TryDemoResponses = {
     /**
-     * The agent's output.
+     * The agent's output. Every answer to a request from `HOLON_SITE_URL`'s origin carries its CORS headers.
      */
     200: DemoResult;
 };
