@@ -15,9 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
-import pino from 'pino';
-import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { useDevGateway } from '../helpers/gateway.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -35,14 +33,13 @@ const TYPESCRIPTS = [ROOT_PACKAGE.devDependencies.typescript, '7.0.2'];
 /** Where the README's quick start points; the test points it at its own gateway instead. */
 const README_GATEWAY = 'http://127.0.0.1:4000';
 
-let gateway: RunningGateway;
+const gateway = useDevGateway();
 /** The directory holding the packed tarball, and the projects installing it. */
 let work: string;
 let tarball: string;
 let app: string;
 
 before(async () => {
-  gateway = await startGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude: [], logger: pino({ level: 'silent' }) });
   work = await mkdtemp(path.join(tmpdir(), 'holon-client-'));
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: path.join(ROOT, 'clients') });
   const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -54,7 +51,6 @@ before(async () => {
 });
 
 after(async () => {
-  await gateway?.close();
   if (work) await rm(work, { recursive: true, force: true });
 });
 

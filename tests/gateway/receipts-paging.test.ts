@@ -5,18 +5,16 @@
  * bounds answers 422 and lists nothing.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { startTestGateway, type TestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { before, test } from 'node:test';
+import { useTestGateway, type TestMandate } from '../helpers/gateway.ts';
 
-let gw: TestGateway;
+const gw = useTestGateway();
 let mandate: TestMandate;
 const made: string[] = [];
 before(async () => {
-  gw = await startTestGateway();
   mandate = await gw.mandate();
   for (let i = 0; i < 7; i++) made.push((await gw.call({ mandate: mandate.id, agent: 'gt/run', input: {} }).expect(200)).body.receipt.id);
 });
-after(() => gw?.close());
 
 test('pages of 3 list the 7 receipts newest first, each once, and the last page has no next cursor', async () => {
   const seen: string[] = [];
