@@ -6,16 +6,17 @@
  * messages for an unreachable gateway and a URL without a scheme.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import packageJson from '../../package.json' with { type: 'json' };
 import { EXIT } from '../../src/cli/client-commands.ts';
 import { closedPort, holon, jsonDocuments, type CliResult } from '../helpers/cli.ts';
 import { useDevGateway } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const gateway = useDevGateway();
 let at: string[];
 
-before(() => {
+setUp(() => {
   at = ['--gateway', gateway.url];
 });
 

@@ -14,8 +14,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { useDevGateway } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -39,7 +40,7 @@ let work: string;
 let tarball: string;
 let app: string;
 
-before(async () => {
+setUp(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'holon-client-'));
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: path.join(ROOT, 'clients') });
   const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;

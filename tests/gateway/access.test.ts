@@ -7,12 +7,12 @@
 import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
 import type { AddressInfo } from 'node:net';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import type Koa from 'koa';
 import supertest from 'supertest';
 import { hostGate, listenHosts, normalizeHost } from '../../src/http/host-gate.ts';
 import { startDevGateway, useDevGateway } from '../helpers/gateway.ts';
-import { withEnv } from '../helpers/hooks.ts';
+import { setUp, withEnv } from '../helpers/hooks.ts';
 
 const INITIALIZE = {
   jsonrpc: '2.0',
@@ -27,7 +27,7 @@ const gateway = useDevGateway({ allowed_hosts: ['holon.example.com', 'https://pu
 let port: number;
 let http: supertest.Agent;
 
-before(() => {
+setUp(() => {
   port = (gateway.server.address() as AddressInfo).port;
   http = supertest.agent(gateway.url);
 });

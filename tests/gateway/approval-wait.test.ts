@@ -5,14 +5,15 @@
  * at most `MAX_ANSWERS`.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { ApprovalAnswers, MAX_ANSWERS } from '../../src/gateway/approval-answers.ts';
 import { useTestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const gw = useTestGateway();
 let careful: TestMandate;
 
-before(async () => {
+setUp(async () => {
   careful = await gw.mandate({ approval: { above: '0.05' } });
 });
 

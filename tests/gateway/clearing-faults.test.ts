@@ -6,13 +6,14 @@
  * A proxy in front of the reference binding forwards each open-hold, then loses the answer.
  */
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { useSwitchableGateway, type LostAnswer } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const HOLD_PATH = '/internal/ledger/hold';
 
 const { gateway: gw, binding } = useSwitchableGateway({ clearing_timeouts: { connect_s: 2, request_s: 2 } });
-before(async () => {
+setUp(async () => {
   await gw.clearing.createAccount('gt');
 });
 

@@ -6,14 +6,15 @@
  * zero, never below. 20 rounds on one gateway, a fresh payer and mandate each round.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { useTestGateway } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const ROUNDS = 20;
 const CALLS = 25;
 
 const gw = useTestGateway();
-before(async () => {
+setUp(async () => {
   // The agent's module is imported by its first run: a cold import under load can outlast the
   // 1 s hard timeout, and a timed-out run's released hold would admit one more caller.
   const warm = await gw.mandate({}, 100_000);

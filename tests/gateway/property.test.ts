@@ -13,12 +13,13 @@
  *     and no hold is left open.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import fc from 'fast-check';
 import { flatten, micros, splitsTotal, useTestGateway } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const gw = useTestGateway();
-before(async () => {
+setUp(async () => {
   // gtinc/incl pays its own downstream calls.
   await gw.fund('gtinc', 50_000_000);
 });

@@ -5,13 +5,14 @@
  * bounds answers 422 and lists nothing.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { useTestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const gw = useTestGateway();
 let mandate: TestMandate;
 const made: string[] = [];
-before(async () => {
+setUp(async () => {
   mandate = await gw.mandate();
   for (let i = 0; i < 7; i++) made.push((await gw.call({ mandate: mandate.id, agent: 'gt/run', input: {} }).expect(200)).body.receipt.id);
 });

@@ -4,11 +4,12 @@
  * dead) is never billed: its receipt stays as recovery closed it, and nothing is settled.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { useTestGateway, waitFor } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 // A short lease: the heartbeat, and with it recovery, runs every second.
-before(() => {
+setUp(() => {
   process.env.HOLON_PROCESS_LEASE_S = '5';
 });
 after(() => {

@@ -4,14 +4,15 @@
  * §1, then `total`, each a duration in ms.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { serverTimingFromEnv } from '../../src/gateway/server-timing.ts';
 import { useTestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const timed = useTestGateway({ server_timing: true });
 const plain = useTestGateway();
 let mandate: TestMandate;
-before(async () => {
+setUp(async () => {
   mandate = await timed.mandate();
 });
 

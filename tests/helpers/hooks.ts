@@ -25,14 +25,29 @@ export function standIn<T extends object>(read: () => T | undefined, what: strin
   });
 }
 
+/** The set-up steps begun so far, in the order their hooks began: each waits for the one before it. */
+let setUps: Promise<unknown> = Promise.resolve();
+
 /**
- * Registers `before(open)` and `after(close)` in the current scope (the file, or the `describe`
+ * A `before` hook that runs once every set-up step begun before it has finished. Node 20 starts
+ * a file's top-level `before` hooks all at once, not one after another; a hook that reads what a
+ * `use…()` helper opened must therefore be a `setUp`, as the helpers' own hooks are.
+ */
+export function setUp(step: () => unknown): void {
+  before(() => {
+    setUps = setUps.then(step);
+    return setUps;
+  });
+}
+
+/**
+ * Registers `setUp(open)` and `after(close)` in the current scope (the file, or the `describe`
  * the call stands in) and answers a {@link standIn} for what `open` opened. `close` runs only
  * when `open` succeeded, after the tests of that scope, whatever they did.
  */
 export function useOpened<T extends object>(what: string, open: () => Promise<T>, close: (value: T) => Promise<unknown>): T {
   let opened: T | undefined;
-  before(async () => {
+  setUp(async () => {
     opened = await open();
   });
   after(async () => {

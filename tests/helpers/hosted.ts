@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { before } from 'node:test';
 import type { Knex } from 'knex';
 import pino, { type Logger } from 'pino';
 import supertest from 'supertest';
@@ -15,7 +14,7 @@ import type { Resolve } from '../../src/hosted/egress.ts';
 import { startHostedGateway, type PublishingHooks } from '../../src/hosted/server.ts';
 import { readSettings, type HostedSettings } from '../../src/hosted/settings.ts';
 import { FIXTURE_AGENTS, freshStore } from './gateway.ts';
-import { standIn, useOpened } from './hooks.ts';
+import { setUp, standIn, useOpened } from './hooks.ts';
 
 /** The admin key of every test hosted gateway. */
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef0123456789';
@@ -143,7 +142,7 @@ export function useTestHosted(options: TestHostedOptions | (() => TestHostedOpti
 /** An account signed up on `hosted` (`POST /v0/signup`, 5.00 EUR of credit, its two keys) before the tests of the current scope. */
 export function useHostedAccount(hosted: TestHosted): TestAccount {
   let account: TestAccount | undefined;
-  before(async () => {
+  setUp(async () => {
     account = await hosted.signup();
   });
   return standIn(() => account, 'the hosted account');
