@@ -23,6 +23,7 @@ import { readSettings } from '../../src/hosted/settings.ts';
 import { createMcpRuntime } from '../../src/runtimes/mcp.ts';
 import { closedPort } from '../helpers/cli.ts';
 import { freshStore } from '../helpers/gateway.ts';
+import { withEnv } from '../helpers/hooks.ts';
 import { PRODUCTION_ENV } from '../helpers/hosted.ts';
 import { remoteTarget, runRequest, startHost, startHttp, type TestHost, type TestServer } from '../helpers/runtimes.ts';
 
@@ -263,18 +264,10 @@ describe('the listing rule: listed only when not excluded and with a contact', (
 
   test('through the gateway: listed with a contact, its errors not billed, a success billed its price; a restart without the contact unlists it', async () => {
     const env = { HOLON_SEC_CONTACT: CONTACT, HOLON_SEC_WWW_URL: edgar.url, HOLON_SEC_DATA_URL: edgar.url };
-    const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]));
     const store = await freshStore();
     const options = { port: 0, ...store, agent_dirs: ['agents'], agents_host_port: 0, exclude: ['holon-labs/summarize'], logger: pino({ level: 'silent' }) };
     const call = (http: supertest.Agent, input: object) => http.post('/v0/calls').send({ mandate: 'dev/sandbox', agent: 'holon-labs/sec-company', input });
-    Object.assign(process.env, env);
-    let gateway;
-    try {
-      gateway = await startDevGateway(options);
-    } finally {
-      for (const [name, value] of Object.entries(saved)) if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
+    const gateway = await withEnv(env, () => startDevGateway(options));
     try {
       const http = supertest.agent(gateway.server);
       const ids = async () => ((await http.get('/v0/agents').expect(200)).body.agents as { id: string }[]).map((agent) => agent.id);

@@ -18,10 +18,9 @@ import pg from 'pg';
 import { openStores, parentsFirst } from '../../src/backup/backup.ts';
 import { holon as holonCli, type CliResult } from '../helpers/cli.ts';
 import { freshStore } from '../helpers/gateway.ts';
-import { ADMIN_KEY, startTestHosted, type TestHosted } from '../helpers/hosted.ts';
+import { ADMIN_KEY, bearer, startTestHosted, type TestHosted } from '../helpers/hosted.ts';
 
 const run = promisify(execFile);
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /** Runs the `holon` CLI against a store. */
 function holon(args: string[], store: { db: string; database_url?: string }) {

@@ -6,25 +6,18 @@
  * messages for an unreachable gateway and a URL without a scheme.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import pino from 'pino';
+import { test } from 'node:test';
 import packageJson from '../../package.json' with { type: 'json' };
 import { EXIT } from '../../src/cli/client-commands.ts';
-import { startDevGateway } from '../../src/serve/dev.ts';
-import type { RunningGateway } from '../../src/serve/gateway.ts';
 import { closedPort, holon, jsonDocuments, type CliResult } from '../helpers/cli.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { useDevGateway } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let gateway: RunningGateway;
+const gateway = useDevGateway();
 let at: string[];
 
-before(async () => {
-  gateway = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude: [], logger: pino({ level: 'silent' }) });
+setUp(() => {
   at = ['--gateway', gateway.url];
-});
-
-after(async () => {
-  await gateway?.close();
 });
 
 /** Asserts a command succeeded and returns its one JSON document. */

@@ -26,7 +26,7 @@ import { startClearingServer, type RunningClearing } from '../../src/clearing/se
 import { HttpClearingPort } from '../../src/gateway/clearing.ts';
 import { startDevGateway } from '../../src/serve/dev.ts';
 import { BIN, closedPort, holon, serving, type Serving } from '../helpers/cli.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { freshStore, storeTarget } from '../helpers/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -199,9 +199,7 @@ describe('a hosted gateway beside a running dev gateway (issue 26)', () => {
   const agentsPortOf = (line: string) => Number(/agents: http:\/\/127\.0\.0\.1:(\d+)\/mcp/.exec(line)?.[1]);
 
   before(async () => {
-    const binding_store = await freshStore();
-    const target = binding_store.database_url ? { url: binding_store.database_url } : { dir: path.join(binding_store.db, 'clearing') };
-    binding = await startClearingServer({ target, port: 0, logger: pino({ level: 'silent' }) });
+    binding = await startClearingServer({ target: storeTarget(await freshStore(), 'clearing'), port: 0, logger: pino({ level: 'silent' }) });
     const [dev_store, hosted_store] = [await freshStore(), await freshStore()];
     [dev_port, hosted_port] = [await closedPort(), await closedPort()];
     // As the README's fresh-machine command runs it: no --agents-port.

@@ -14,11 +14,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { after, before, test } from 'node:test';
-import pino from 'pino';
-import { startDevGateway } from '../../src/serve/dev.ts';
-import type { RunningGateway } from '../../src/serve/gateway.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { after, test } from 'node:test';
+import { useDevGateway } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -36,14 +34,13 @@ const TYPESCRIPTS = [ROOT_PACKAGE.devDependencies.typescript, '7.0.2'];
 /** Where the README's quick start points; the test points it at its own gateway instead. */
 const README_GATEWAY = 'http://127.0.0.1:4000';
 
-let gateway: RunningGateway;
+const gateway = useDevGateway();
 /** The directory holding the packed tarball, and the projects installing it. */
 let work: string;
 let tarball: string;
 let app: string;
 
-before(async () => {
-  gateway = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude: [], logger: pino({ level: 'silent' }) });
+setUp(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'holon-client-'));
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: path.join(ROOT, 'clients') });
   const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -55,7 +52,6 @@ before(async () => {
 });
 
 after(async () => {
-  await gateway?.close();
   if (work) await rm(work, { recursive: true, force: true });
 });
 

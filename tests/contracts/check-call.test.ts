@@ -2,22 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkCall, type CallContext } from '../../src/contracts/check-call.ts';
 import { validateMandate, type Mandate } from '../../src/contracts/mandate.ts';
-import { validateManifest, type Manifest } from '../../src/contracts/manifest.ts';
+import { type Manifest } from '../../src/contracts/manifest.ts';
 import { worstCase, type WorstCase } from '../../src/contracts/pricing.ts';
+import { testManifest } from '../helpers/contracts.ts';
 
 /** acme/extract@1.2.0, per_unit 0.01 EUR up to 3.00, MCP, MIT; `over` replaces top-level fields. */
 function manifest(over: Record<string, unknown> = {}): Manifest {
-  return validateManifest({
-    id: 'acme/extract',
-    version: '1.2.0',
-    summary: 'Extracts tables',
-    capabilities: ['extraction.table'],
-    interface: { input: { type: 'object' }, output: { type: 'object' } },
-    price: { model: 'per_unit', amount: '0.01', unit: 'page', max: '3.00', currency: 'EUR' },
-    runtime: { kind: 'mcp', endpoint: 'https://acme.example/mcp', tool: 'extract' },
-    license: 'MIT',
-    ...over,
-  }).manifest;
+  return testManifest({ price: { model: 'per_unit', amount: '0.01', unit: 'page', max: '3.00', currency: 'EUR' }, ...over });
 }
 
 /** alice/q4: allows acme/* and extraction.*, 10.00 EUR; `over` replaces top-level fields. */

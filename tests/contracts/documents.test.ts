@@ -5,6 +5,7 @@ import { parseMandate, validateMandate } from '../../src/contracts/mandate.ts';
 import { parseManifest, validateManifest } from '../../src/contracts/manifest.ts';
 import { parseAgentRef, resolveVersion } from '../../src/contracts/resolve.ts';
 import { compileAuthorSchema, validationProblems } from '../../src/contracts/schema-check.ts';
+import { manifestDocument } from '../helpers/contracts.ts';
 
 const HOLON_YAML = `
 id: holon-labs/invoice-pipeline
@@ -37,19 +38,7 @@ examples:
 `;
 
 /** A minimal valid manifest document, with top-level fields replaced by `over` (undefined removes one). */
-function doc(over: Record<string, unknown> = {}): Record<string, unknown> {
-  const base: Record<string, unknown> = {
-    id: 'acme/extract',
-    version: '1.2.0',
-    summary: 'Extracts tables',
-    capabilities: ['extraction.table'],
-    interface: { input: { type: 'object' }, output: { type: 'object' } },
-    price: { model: 'per_run', amount: '0.10', currency: 'EUR' },
-    runtime: { kind: 'mcp', endpoint: 'https://acme.example/mcp', tool: 'extract' },
-    license: 'MIT',
-  };
-  return Object.fromEntries(Object.entries({ ...base, ...over }).filter(([, value]) => value !== undefined));
-}
+const doc = manifestDocument;
 
 /** Asserts that validating `document` throws a ContractError with this code, field and message. */
 function refuses(document: unknown, code: string, field: string | null, message: RegExp): void {

@@ -2,23 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ContractError } from '../../src/contracts/errors.ts';
 import { validateMandate } from '../../src/contracts/mandate.ts';
-import { validateManifest, type Manifest } from '../../src/contracts/manifest.ts';
+import { type Manifest } from '../../src/contracts/manifest.ts';
 import { chargeFor, worstCase, type Outcome, type UsageReport } from '../../src/contracts/pricing.ts';
+import { testManifest } from '../helpers/contracts.ts';
 
 /** A valid manifest: acme/extract, per_run 0.10 EUR, over MCP; `over` replaces top-level fields. */
-function manifest(over: Record<string, unknown> = {}): Manifest {
-  return validateManifest({
-    id: 'acme/extract',
-    version: '1.2.0',
-    summary: 'Extracts tables',
-    capabilities: ['extraction.table'],
-    interface: { input: { type: 'object' }, output: { type: 'object' } },
-    price: { model: 'per_run', amount: '0.10', currency: 'EUR' },
-    runtime: { kind: 'mcp', endpoint: 'https://acme.example/mcp', tool: 'extract' },
-    license: 'MIT',
-    ...over,
-  }).manifest;
-}
+const manifest = testManifest;
 
 const EUR = validateMandate({
   id: 'alice/q4',

@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { namedStatement, rawRunner, runnerOf, transactionRunner } from '../../src/db/raw-sql.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { freshStore, storeTarget } from '../helpers/gateway.ts';
 
 let db: Database;
 
 before(async () => {
   const store = await freshStore();
-  db = await openDatabase(store.database_url ? { url: store.database_url } : { dir: `${store.db}/gateway` });
+  db = await openDatabase(storeTarget(store, 'gateway'));
 });
 
 after(async () => {

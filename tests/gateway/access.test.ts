@@ -7,14 +7,12 @@
 import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
 import type { AddressInfo } from 'node:net';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import type Koa from 'koa';
-import pino from 'pino';
 import supertest from 'supertest';
-import { startDevGateway } from '../../src/serve/dev.ts';
-import type { RunningGateway } from '../../src/serve/gateway.ts';
 import { hostGate, listenHosts, normalizeHost } from '../../src/http/host-gate.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { startFreshDevGateway, useDevGateway } from '../helpers/gateway.ts';
+import { setUp, withEnv } from '../helpers/hooks.ts';
 
 const INITIALIZE = {
   jsonrpc: '2.0',
@@ -25,16 +23,14 @@ const INITIALIZE = {
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const CALL = { mandate: 'dev/sandbox', agent: 'acme/table-extract', input: { text: 'a;b' } };
 
-let gateway: RunningGateway;
+const gateway = useDevGateway({ allowed_hosts: ['holon.example.com', 'https://public.example.org:8443'] });
 let port: number;
 let http: supertest.Agent;
 
-before(async () => {
-  gateway = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, allowed_hosts: ['holon.example.com', 'https://public.example.org:8443'], logger: pino({ level: 'silent' }) });
+setUp(() => {
   port = (gateway.server.address() as AddressInfo).port;
   http = supertest.agent(gateway.url);
 });
-after(() => gateway?.close());
 
 /** The dev account's balance and the number of receipts, to show a refusal changed nothing. */
 async function state(): Promise<{ dev: string; receipts: number }> {
@@ -122,15 +118,7 @@ test('the health check stays outside the gate', async () => {
 });
 
 test('HOLON_ALLOWED_HOSTS names public names when the option is not given', async () => {
-  const previous = process.env.HOLON_ALLOWED_HOSTS;
-  process.env.HOLON_ALLOWED_HOSTS = 'a.example.com, https://b.example.com';
-  let other: RunningGateway | undefined;
-  try {
-    other = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, logger: pino({ level: 'silent' }) });
-  } finally {
-    if (previous === undefined) delete process.env.HOLON_ALLOWED_HOSTS;
-    else process.env.HOLON_ALLOWED_HOSTS = previous;
-  }
+  const other = await withEnv({ HOLON_ALLOWED_HOSTS: 'a.example.com, https://b.example.com' }, () => startFreshDevGateway());
   try {
     const agent = supertest(other.url);
     assert.equal((await agent.get('/v0/accounts').set('Host', 'a.example.com')).status, 200);
@@ -147,7 +135,7 @@ const external = Object.values(networkInterfaces())
   .find((entry) => entry && !entry.internal && entry.family === 'IPv4');
 
 test('a gateway on loopback refuses a non-loopback peer; one told to listen on 0.0.0.0 serves it under its address', { skip: external ? false : 'this machine has no non-loopback IPv4 address' }, async () => {
-  const wide = await startDevGateway({ port: 0, host: '0.0.0.0', ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, logger: pino({ level: 'silent' }) });
+  const wide = await startFreshDevGateway({ host: '0.0.0.0' });
   try {
     const widePort = (wide.server.address() as AddressInfo).port;
     const served = await fetch(`http://${external!.address}:${widePort}/v0/accounts`);

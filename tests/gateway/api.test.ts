@@ -4,18 +4,14 @@
  * same shape, never an input or an output, a tree), mandates and accounts.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createHash } from 'node:crypto';
 import { APPROVAL_TTL_MS, inputHash } from '../../src/gateway/approvals.ts';
 import { up as rehashHeldInputs } from '../../migrations/016_approval_input_hash.ts';
 import { storeMandate } from '../../src/gateway/mandates.ts';
-import { flatten, startTestGateway, uniqueHandle, type TestGateway } from '../helpers/gateway.ts';
+import { flatten, uniqueHandle, useTestGateway } from '../helpers/gateway.ts';
 
-let gw: TestGateway;
-before(async () => {
-  gw = await startTestGateway();
-});
-after(() => gw?.close());
+const gw = useTestGateway();
 
 /** The fields of a §4 receipt, as `openapi/gateway.yaml` lists them (trees add `calls`). */
 const RECEIPT_FIELDS = [

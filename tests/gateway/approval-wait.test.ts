@@ -5,20 +5,16 @@
  * at most `MAX_ANSWERS`.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { ApprovalAnswers, MAX_ANSWERS } from '../../src/gateway/approval-answers.ts';
-import { startTestGateway, type TestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { useTestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let gw: TestGateway;
+const gw = useTestGateway();
 let careful: TestMandate;
 
-before(async () => {
-  gw = await startTestGateway();
+setUp(async () => {
   careful = await gw.mandate({ approval: { above: '0.05' } });
-});
-
-after(async () => {
-  await gw?.running.close();
 });
 
 /** Holds a call for approval; returns the approval id and the receipt id. */

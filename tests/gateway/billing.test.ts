@@ -5,16 +5,12 @@
  * "Caller cap: max_cost". Amounts are micro-units; agents are in `tests/fixtures/agents/`.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type supertest from 'supertest';
 import type { Micros } from '../../src/contracts/money.ts';
-import { deltas, micros, splitsTotal, startTestGateway, waitFor, type TestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { deltas, micros, splitsTotal, useTestGateway, waitFor, type TestMandate } from '../helpers/gateway.ts';
 
-let gw: TestGateway;
-before(async () => {
-  gw = await startTestGateway();
-});
-after(() => gw?.close());
+const gw = useTestGateway();
 
 const NOTHING = { own: '0.00', downstream: '0.00', total: '0.00' };
 

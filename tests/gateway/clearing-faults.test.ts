@@ -6,26 +6,15 @@
  * A proxy in front of the reference binding forwards each open-hold, then loses the answer.
  */
 import assert from 'node:assert/strict';
-import { rm } from 'node:fs/promises';
-import { after, before, describe, test } from 'node:test';
-import { freshStore, startSwitchableBinding, startTestGateway, type LostAnswer, type SwitchableBinding, type TestGateway } from '../helpers/gateway.ts';
+import { describe, test } from 'node:test';
+import { useSwitchableGateway, type LostAnswer } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const HOLD_PATH = '/internal/ledger/hold';
 
-let dir: string;
-let binding: SwitchableBinding;
-let gw: TestGateway;
-before(async () => {
-  const store = await freshStore();
-  dir = store.db;
-  binding = await startSwitchableBinding(dir);
-  gw = await startTestGateway({ store, clearing_url: binding.url, clearing_timeouts: { connect_s: 2, request_s: 2 } });
+const { gateway: gw, binding } = useSwitchableGateway({ clearing_timeouts: { connect_s: 2, request_s: 2 } });
+setUp(async () => {
   await gw.clearing.createAccount('gt');
-});
-after(async () => {
-  await gw?.close({ keep: true });
-  await binding?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** A call of gt/run (0.10) while the proxy loses open-hold's answer `answer`, on a payer holding exactly 0.10. */

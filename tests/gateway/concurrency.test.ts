@@ -3,14 +3,10 @@
  * overrun a budget. 50 calls at once against a budget that admits exactly 10.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { deltas, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { test } from 'node:test';
+import { deltas, useTestGateway } from '../helpers/gateway.ts';
 
-let gw: TestGateway;
-before(async () => {
-  gw = await startTestGateway();
-});
-after(() => gw?.close());
+const gw = useTestGateway();
 
 test('50 parallel calls of a 0.10 agent under a 1.00 budget: exactly 10 run and are billed, 40 are denied over_budget', async () => {
   const mandate = await gw.mandate({ budget: { total: '1.00', currency: 'EUR' } });

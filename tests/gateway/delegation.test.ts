@@ -5,14 +5,10 @@
  * downstream calls. The orchestrators (`gto/*`, `gtinc/incl`) call what their input plans.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { deltas, startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.ts';
+import { test } from 'node:test';
+import { deltas, useTestGateway, waitFor } from '../helpers/gateway.ts';
 
-let gw: TestGateway;
-before(async () => {
-  gw = await startTestGateway();
-});
-after(() => gw?.close());
+const gw = useTestGateway();
 
 /** What each downstream call of a behave agent answered: `ok` or its error code. */
 const outcomes = (output: { children: Array<{ ok: boolean; code?: string }> }) => output.children.map((child) => child.code ?? 'ok');

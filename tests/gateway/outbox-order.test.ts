@@ -6,21 +6,20 @@
  * zero, never below. 20 rounds on one gateway, a fresh payer and mandate each round.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { test } from 'node:test';
+import { useTestGateway } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
 const ROUNDS = 20;
 const CALLS = 25;
 
-let gw: TestGateway;
-before(async () => {
-  gw = await startTestGateway();
+const gw = useTestGateway();
+setUp(async () => {
   // The agent's module is imported by its first run: a cold import under load can outlast the
   // 1 s hard timeout, and a timed-out run's released hold would admit one more caller.
   const warm = await gw.mandate({}, 100_000);
   assert.equal((await gw.call({ mandate: warm.id, agent: 'gt/unit', input: { units: 2 }, max_cost: '0.02' })).status, 200);
 });
-after(() => gw?.close());
 
 test(`${ROUNDS} rounds of ${CALLS} concurrent 0.02 calls on a payer holding 0.10: exactly 5 billed, the balance ends at 0`, async () => {
   for (let round = 1; round <= ROUNDS; round++) {

@@ -9,13 +9,12 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import { after, test } from 'node:test';
 import pino from 'pino';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { HttpClearingPort } from '../../src/gateway/clearing.ts';
 import { Outbox, type Intent, type OutboxSettings } from '../../src/gateway/outbox.ts';
-import { freshDataDir, freshStore, micros, startSwitchableBinding, startTestGateway, waitFor, type SwitchableBinding, type TestGateway } from '../helpers/gateway.ts';
+import { freshStore, micros, startSwitchableGateway, storeTarget, waitFor, type SwitchableBinding, type TestGateway } from '../helpers/gateway.ts';
 
 /** The settle path of the clearing API (clearing-contract §6.8). */
 const SETTLE_PATH = '/internal/ledger/charge';
@@ -29,17 +28,10 @@ after(async () => {
 
 /** Starts a test gateway settling through a switchable binding, with the outbox settings given. */
 async function gatewayBehindSwitch(outbox: Partial<OutboxSettings>): Promise<{ gw: TestGateway; binding: SwitchableBinding }> {
-  const dir = await freshDataDir();
-  const binding = await startSwitchableBinding(dir);
   // A hung settle must outlast the test's wait (an old outbox would sit behind it), not end it.
-  const gw = await startTestGateway({ clearing_url: binding.url, clearing_timeouts: { connect_s: 5, request_s: 120 }, outbox });
-  // The binding first: closing it ends any request it left hanging, so the gateway can stop.
-  cleanup.push(async () => {
-    await binding.close();
-    await gw.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  return { gw, binding };
+  const { gateway, binding, close } = await startSwitchableGateway({ clearing_timeouts: { connect_s: 5, request_s: 120 }, outbox });
+  cleanup.push(close);
+  return { gw: gateway, binding };
 }
 
 test("a call's settlement is applied right after its receipt, without a poll and while another call's settlement hangs", async () => {
@@ -124,7 +116,7 @@ test('two outboxes on one database post each of 120 intents exactly once, each s
   const RECEIPTS = 60;
   const standIn = await startStandIn();
   const store = await freshStore();
-  const target = store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') };
+  const target = storeTarget(store, 'gateway');
   const first: Database = await openDatabase(target);
   // PGlite is one process's: both outboxes share its one connection there; on Postgres each has its own pool.
   const second: Database = store.database_url ? await openDatabase(target) : first;
@@ -174,7 +166,7 @@ test('two outboxes on one database post each of 120 intents exactly once, each s
 async function intentsOfACrashedPoster() {
   const standIn = await startStandIn();
   const store = await freshStore();
-  const database = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') });
+  const database = await openDatabase(storeTarget(store, 'gateway'));
   cleanup.push(async () => {
     standIn.server.close();
     await database.close();

@@ -13,17 +13,16 @@
  *     and no hold is left open.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import fc from 'fast-check';
-import { flatten, micros, splitsTotal, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { flatten, micros, splitsTotal, useTestGateway } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let gw: TestGateway;
-before(async () => {
-  gw = await startTestGateway();
+const gw = useTestGateway();
+setUp(async () => {
   // gtinc/incl pays its own downstream calls.
   await gw.fund('gtinc', 50_000_000);
 });
-after(() => gw?.close());
 
 /** Leaf outcomes; `hang` (a 1 s timeout) is drawn rarely to keep the runs short. */
 const leafOutcome = fc.constantFrom('ok', 'ok', 'ok', 'ok', 'billed_error', 'crash', 'ok', 'billed_error', 'ok', 'crash', 'billed_error', 'hang');

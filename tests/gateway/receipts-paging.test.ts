@@ -5,18 +5,17 @@
  * bounds answers 422 and lists nothing.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { startTestGateway, type TestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { test } from 'node:test';
+import { useTestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let gw: TestGateway;
+const gw = useTestGateway();
 let mandate: TestMandate;
 const made: string[] = [];
-before(async () => {
-  gw = await startTestGateway();
+setUp(async () => {
   mandate = await gw.mandate();
   for (let i = 0; i < 7; i++) made.push((await gw.call({ mandate: mandate.id, agent: 'gt/run', input: {} }).expect(200)).body.receipt.id);
 });
-after(() => gw?.close());
 
 test('pages of 3 list the 7 receipts newest first, each once, and the last page has no next cursor', async () => {
   const seen: string[] = [];

@@ -4,19 +4,18 @@
  * dead) is never billed: its receipt stays as recovery closed it, and nothing is settled.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.ts';
+import { after, test } from 'node:test';
+import { useTestGateway, waitFor } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let gw: TestGateway;
-before(async () => {
-  // A short lease: the heartbeat, and with it recovery, runs every second.
+// A short lease: the heartbeat, and with it recovery, runs every second.
+setUp(() => {
   process.env.HOLON_PROCESS_LEASE_S = '5';
-  gw = await startTestGateway();
 });
-after(async () => {
+after(() => {
   delete process.env.HOLON_PROCESS_LEASE_S;
-  await gw?.close();
 });
+const gw = useTestGateway();
 
 test('a call whose process is taken for dead is closed by recovery; its late finish is not billed and answers 502 gateway_restarted', async () => {
   const knex = gw.running.db.knex;

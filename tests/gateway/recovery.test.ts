@@ -5,17 +5,8 @@
  * listed by `GET /v0/settlements?status=abandoned`).
  */
 import assert from 'node:assert/strict';
-import { rm } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
-import {
-  deltas,
-  freshStore,
-  startSwitchableBinding,
-  startTestGateway,
-  waitFor,
-  type SwitchableBinding,
-  type TestGateway,
-} from '../helpers/gateway.ts';
+import { deltas, startTestGateway, useSwitchableGateway, waitFor, type TestGateway } from '../helpers/gateway.ts';
 
 const NOTHING = { own: '0.00', downstream: '0.00', total: '0.00' };
 
@@ -93,20 +84,9 @@ describe('§7 restarts', () => {
 });
 
 describe('outbox (clearing-contract §13)', () => {
-  let dir: string;
-  let binding: SwitchableBinding;
-  let gw: TestGateway;
+  const { gateway: gw, binding } = useSwitchableGateway();
   before(async () => {
-    const store = await freshStore();
-    dir = store.db;
-    binding = await startSwitchableBinding(dir);
-    gw = await startTestGateway({ store, clearing_url: binding.url });
     await gw.clearing.createAccount('gt');
-  });
-  after(async () => {
-    await gw?.close({ keep: true });
-    await binding?.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   /** A receipt's work identity at the binding (`<gateway>:<receipt>`). */

@@ -4,18 +4,17 @@
  * §1, then `total`, each a duration in ms.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { serverTimingFromEnv } from '../../src/gateway/server-timing.ts';
-import { startTestGateway, type TestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { useTestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let timed: TestGateway;
-let plain: TestGateway;
+const timed = useTestGateway({ server_timing: true });
+const plain = useTestGateway();
 let mandate: TestMandate;
-before(async () => {
-  [timed, plain] = await Promise.all([startTestGateway({ server_timing: true }), startTestGateway()]);
+setUp(async () => {
   mandate = await timed.mandate();
 });
-after(() => Promise.all([timed?.close(), plain?.close()]));
 
 /** The header as [name, ms] pairs; throws on an entry that is not `name;dur=<decimal>`. */
 function phases(header: string | undefined): Array<[string, number]> {

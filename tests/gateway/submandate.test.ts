@@ -6,14 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, test } from 'node:test';
-import { deltas, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { before, describe, test } from 'node:test';
+import { deltas, useTestGateway } from '../helpers/gateway.ts';
 
-let gw: TestGateway;
-before(async () => {
-  gw = await startTestGateway();
-});
-after(() => gw?.close());
+const gw = useTestGateway();
 
 describe('a derived sub-mandate is not a door', () => {
   let mandate: { id: string; payer: string };

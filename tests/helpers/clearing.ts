@@ -6,13 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before } from 'node:test';
 import pg from 'pg';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { createClearingApp } from '../../src/clearing/app.ts';
 import type { OperationName } from '../../src/clearing/capabilities.ts';
+import { useOpened } from './hooks.ts';
 
 /** The database the suite runs on: the `DATABASE_URL` server, else a fresh in-memory PGlite. */
 export function openTestDatabase(): Promise<Database> {
@@ -113,19 +113,7 @@ export function testBinding(db: Database, operations?: readonly OperationName[])
  * opened: its members can be read inside the tests, not while the file loads.
  */
 export function useTestBinding(operations?: readonly OperationName[]): TestBinding {
-  let opened: TestBinding | undefined;
-  before(async () => {
-    opened = testBinding(await openTestDatabase(), operations);
-  });
-  after(async () => {
-    await opened?.db.close();
-  });
-  return new Proxy({} as TestBinding, {
-    get(_, member) {
-      assert.ok(opened, 'the test binding opens in before(); read it inside a test');
-      return Reflect.get(opened, member);
-    },
-  });
+  return useOpened('the test binding', async () => testBinding(await openTestDatabase(), operations), (binding) => binding.db.close());
 }
 
 /** What a refusal is held to beyond the §7 body and no `state`. */

@@ -32,8 +32,9 @@ import { HttpClearingPort, type ClearingPort, type ClearingTimeouts } from '../.
 import type { OutboxSettings } from '../../src/gateway/outbox.ts';
 import { budgetOf, budgetView, storeMandate } from '../../src/gateway/mandates.ts';
 import type { Receipt, ReceiptTree } from '../../src/gateway/receipts.ts';
-import { DEV_ACCOUNT, startDevGateway } from '../../src/serve/dev.ts';
+import { DEV_ACCOUNT, startDevGateway, type DevGatewayOptions } from '../../src/serve/dev.ts';
 import type { RunningGateway } from '../../src/serve/gateway.ts';
+import { standIn, useOpened } from './hooks.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -189,6 +190,14 @@ export async function freshStore(): Promise<{ db: string; database_url?: string 
   return { db, database_url: url.toString() };
 }
 
+/**
+ * Where `openDatabase` finds one side of a store: its own Postgres database (the gateway and the
+ * in-process binding share it), else the PGlite directory `<db>/gateway` or `<db>/clearing`.
+ */
+export function storeTarget(store: { db: string; database_url?: string }, side: 'gateway' | 'clearing'): { url: string } | { dir: string } {
+  return store.database_url ? { url: store.database_url } : { dir: path.join(store.db, side) };
+}
+
 /** Starts a gateway for tests. */
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const store = options.store ?? (await freshStore());
@@ -291,6 +300,28 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       if (!keep) await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A test gateway ({@link startTestGateway} with `options`) started before the tests of the
+ * current scope (the file or a `describe`) and closed after them, its data removed.
+ */
+export function useTestGateway(options: TestGatewayOptions = {}): TestGateway {
+  return useOpened('the test gateway', () => startTestGateway(options), (gateway) => gateway.close());
+}
+
+/**
+ * A dev gateway as `holon serve` starts it (gateway §5: the dev account, its credit, the example
+ * mandates of `examples/mandates`), on a fresh store, with the agents of `examples/`, no agents
+ * host and a silent log; `options` override any of these.
+ */
+export async function startFreshDevGateway(options: Partial<DevGatewayOptions> = {}): Promise<RunningGateway> {
+  return startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude: [], logger: pino({ level: 'silent' }), ...options });
+}
+
+/** A {@link startFreshDevGateway} dev gateway started before the tests of the current scope and closed after them. */
+export function useDevGateway(options: Partial<DevGatewayOptions> = {}): RunningGateway {
+  return useOpened('the dev gateway', () => startFreshDevGateway(options), (gateway) => gateway.close());
 }
 
 /** Every receipt of a tree, depth first, the root first. */
@@ -396,6 +427,47 @@ export async function startSwitchableBinding(dir: string): Promise<SwitchableBin
       await binding.close();
     },
   };
+}
+
+/** A test gateway that settles through a {@link SwitchableBinding} of its own, on one fresh store. */
+export interface SwitchableGateway {
+  gateway: TestGateway;
+  binding: SwitchableBinding;
+  /** Stops both, the binding first (closing it ends any request it left hanging, so the gateway can stop), and removes the data directory. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a switchable binding in a fresh store's data directory and a test gateway on that store
+ * settling through it (`options` as for {@link startTestGateway}).
+ */
+export async function startSwitchableGateway(options: Omit<TestGatewayOptions, 'store' | 'clearing_url'> = {}): Promise<SwitchableGateway> {
+  const store = await freshStore();
+  const binding = await startSwitchableBinding(store.db);
+  let gateway: TestGateway;
+  try {
+    gateway = await startTestGateway({ ...options, store, clearing_url: binding.url });
+  } catch (error) {
+    await binding.close();
+    throw error;
+  }
+  return {
+    gateway,
+    binding,
+    async close() {
+      await binding.close();
+      await gateway.close();
+    },
+  };
+}
+
+/**
+ * A {@link startSwitchableGateway} gateway and its binding, started before the tests of the
+ * current scope and stopped after them: `const { gateway, binding } = useSwitchableGateway()`.
+ */
+export function useSwitchableGateway(options: Omit<TestGatewayOptions, 'store' | 'clearing_url'> = {}): { gateway: TestGateway; binding: SwitchableBinding } {
+  const opened = useOpened('the switchable gateway', () => startSwitchableGateway(options), (switchable) => switchable.close());
+  return { gateway: standIn(() => opened.gateway, 'the switchable gateway'), binding: standIn(() => opened.binding, 'the switchable binding') };
 }
 
 /** Polls `check` every 10 ms until it answers something other than null, undefined or false; fails after `timeout_ms`. */

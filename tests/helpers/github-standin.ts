@@ -10,6 +10,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { useOpened } from './hooks.ts';
 
 /** A GitHub user as the stand-in serves it. */
 export interface StandinUser {
@@ -139,6 +140,11 @@ export async function startGithubStandin(): Promise<GithubStandin> {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A GitHub stand-in started before the tests of the current scope and closed after them. */
+export function useGithubStandin(): GithubStandin {
+  return useOpened('the GitHub stand-in', startGithubStandin, (github) => github.close());
 }
 
 /** The hosted gateway's GitHub setting pointing at `github` (both base URLs are the stand-in's). */

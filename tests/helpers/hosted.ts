@@ -15,13 +15,13 @@ import type { PublishingHooks } from '../../src/hosted/extension.ts';
 import { startHostedGateway } from '../../src/serve/hosted.ts';
 import { readSettings, type HostedSettings } from '../../src/hosted/settings.ts';
 import { FIXTURE_AGENTS, freshStore } from './gateway.ts';
+import { setUp, standIn, useOpened } from './hooks.ts';
 
 /** The admin key of every test hosted gateway. */
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef0123456789';
 /** The file secret of test gateways (signs file links, seals endpoint credentials). */
 export const FILE_SECRET = 'hosted-test-file-secret-0123456789abcdef';
 
-/** A signed-up account: its handle, keys and starter mandate. */
 /**
  * An environment that `readSettings` accepts in production (gateway §7 Operating: every required
  * variable set and well formed), for tests that change one variable and expect its refusal.
@@ -36,6 +36,7 @@ export const PRODUCTION_ENV: Readonly<Record<string, string>> = {
   HOLON_SITE_URL: 'https://site.example',
 };
 
+/** A signed-up account: its handle, keys and starter mandate. */
 export interface TestAccount {
   handle: string;
   human: string;
@@ -59,26 +60,32 @@ export interface TestHosted {
 /** A unique handle valid for sign-up (`h-1a2b3c4d`). */
 export const uniqueAccount = (prefix = 'h'): string => `${prefix}-${randomUUID().slice(0, 8)}`;
 
+/** Options of {@link startTestHosted}. */
+export interface TestHostedOptions {
+  /** Reuse this store (a restart); default: a fresh one. */
+  store?: { db: string; database_url?: string };
+  /** Settings over the test defaults (admin key, file secret, generous rate limits). */
+  settings?: Partial<HostedSettings>;
+  /** Default: silent (or `HOLON_LOG_LEVEL`). */
+  logger?: Logger;
+  /** Called when the gateway must stop (default: `startHostedGateway`'s). */
+  stop?: (error: unknown) => void;
+  /** Stand-ins for the publishing checks. */
+  publishing?: Partial<PublishingHooks>;
+  /** Certificate authorities the guarded client trusts (an https test agent's certificate). */
+  ca?: string;
+  /** Agent directories (default: the test agents). */
+  agent_dirs?: readonly string[];
+  /** The files' clock (default `Date.now`). */
+  clock?: () => number;
+  /** A clearing binding to settle with (default: the reference binding in this process). */
+  clearing_url?: string;
+  /** The resolver of authors' endpoint hosts (default: the system's). */
+  resolve?: Resolve;
+}
+
 /** Starts a hosted gateway for tests; `settings` override the defaults above. */
-export async function startTestHosted(
-  options: {
-    store?: { db: string; database_url?: string };
-    settings?: Partial<HostedSettings>;
-    logger?: Logger;
-    stop?: (error: unknown) => void;
-    publishing?: Partial<PublishingHooks>;
-    /** Certificate authorities the guarded client trusts (an https test agent's certificate). */
-    ca?: string;
-    /** Agent directories (default: the test agents). */
-    agent_dirs?: readonly string[];
-    /** The files' clock (default `Date.now`). */
-    clock?: () => number;
-    /** A clearing binding to settle with (default: the reference binding in this process). */
-    clearing_url?: string;
-    /** The resolver of authors' endpoint hosts (default: the system's). */
-    resolve?: Resolve;
-  } = {},
-): Promise<TestHosted> {
+export async function startTestHosted(options: TestHostedOptions = {}): Promise<TestHosted> {
   const store = options.store ?? (await freshStore());
   // Generous rate limits unless a test sets its own: every test request comes from 127.0.0.1.
   const base = readSettings({ HOLON_ADMIN_KEY: ADMIN_KEY, HOLON_FILE_SECRET: FILE_SECRET, HOLON_RATE_ADDRESS: '100000', HOLON_RATE_ACCOUNT: '100000', HOLON_RATE_ADMIN: '100000', HOLON_RATE_SIGNUP: '100000' });
@@ -122,6 +129,36 @@ export async function startTestHosted(
       if (!keep) await rm(store.db, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A hosted test gateway ({@link startTestHosted}) started before the tests of the current scope
+ * and closed after them. `options` may be a function, called in the `before` hook, for options
+ * made of what earlier hooks opened (a GitHub stand-in's URL, an agent's certificate).
+ */
+export function useTestHosted(options: TestHostedOptions | (() => TestHostedOptions) = {}): TestHosted {
+  return useOpened('the hosted test gateway', () => startTestHosted(typeof options === 'function' ? options() : options), (hosted) => hosted.close());
+}
+
+/** An account signed up on `hosted` (`POST /v0/signup`, 5.00 EUR of credit, its two keys) before the tests of the current scope. */
+export function useHostedAccount(hosted: TestHosted): TestAccount {
+  let account: TestAccount | undefined;
+  setUp(async () => {
+    account = await hosted.signup();
+  });
+  return standIn(() => account, 'the hosted account');
+}
+
+/** The `Authorization` header of a bearer key, for supertest's `.set(…)`. */
+export const bearer = (key: string): { authorization: string } => ({ authorization: `Bearer ${key}` });
+
+/**
+ * Creates the mandate `<handle>/careful` for `account` (`POST /v0/mandates`): every agent, 3.00 EUR,
+ * every call above 0.05 held for a human's approval (gateway §5 "Approvals"); answers its id.
+ */
+export async function carefulMandate(hosted: TestHosted, account: TestAccount): Promise<string> {
+  await hosted.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'careful', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, approval: { above: '0.05' }, budget: { total: '3.00' } }).expect(201);
+  return `${account.handle}/careful`;
 }
 
 /**

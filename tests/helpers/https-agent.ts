@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Agent, setGlobalDispatcher } from 'undici';
+import { useOpened } from './hooks.ts';
 
 /** A running https webhook agent and the requests it received. */
 export interface HttpsAgent {
@@ -59,4 +60,9 @@ export async function startHttpsAgent(answer: (path: string, body: unknown) => u
       server.close(() => resolve());
     }),
   };
+}
+
+/** An https test agent answering with `answer`, started before the tests of the current scope and closed after them. */
+export function useHttpsAgent(answer: (path: string, body: unknown) => unknown): HttpsAgent {
+  return useOpened('the https test agent', () => startHttpsAgent(answer), (agent) => agent.close());
 }

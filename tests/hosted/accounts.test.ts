@@ -4,25 +4,23 @@
  * seam, handle rules, keys stored as SHA-256, revocation, hosted mandates, admin credit, and the
  * three decisions on an approval.
  */
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { HttpClearingPort } from '../../src/gateway/clearing.ts';
 import { EXAMPLE_AGENTS, FIXTURE_AGENTS } from '../helpers/gateway.ts';
-import { ADMIN_KEY, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { ADMIN_KEY, bearer, carefulMandate, uniqueAccount, useTestHosted, type TestAccount } from '../helpers/hosted.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let hosted: TestHosted;
+const hosted = useTestHosted({ agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS] });
 let clearing: HttpClearingPort;
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /** The authors of the agents this gateway ships (the test agents and the examples): no hosted account is theirs. */
 const SHIPPED_AUTHORS = ['acme', 'gt', 'gtbase', 'gtfork', 'gtfork2', 'gtinc', 'gto', 'gtusd', 'holon-labs', 'lena'];
 
-before(async () => {
-  hosted = await startTestHosted({ agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS] });
+setUp(() => {
   clearing = new HttpClearingPort(hosted.running.clearing_url);
 });
-after(async () => hosted?.close());
 
 describe('sign-up', () => {
   test('gives 5.00 EUR credited from external:demo-credit under signup:<handle>, a sandbox mandate and two keys', async () => {
@@ -221,8 +219,7 @@ describe('approvals', () => {
   };
   before(async () => {
     account = await hosted.signup();
-    await hosted.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'careful', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, approval: { above: '0.05' }, budget: { total: '3.00' } }).expect(201);
-    mandate = `${account.handle}/careful`;
+    mandate = await carefulMandate(hosted, account);
     agentKey = (await hosted.http.post('/v0/keys').set(bearer(account.human)).send({ mandate }).expect(201)).body.key;
   });
 

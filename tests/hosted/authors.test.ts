@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { startGithubStandin, signInWithStandin, standinSettings, type GithubStandin } from '../helpers/github-standin.ts';
 import { selfSignedCertificate } from '../helpers/https-agent.ts';
-import { startTestHosted, type TestHosted } from '../helpers/hosted.ts';
+import { bearer, startTestHosted, type TestHosted } from '../helpers/hosted.ts';
 import { startHttp, startMcpServer, type TestMcpServer, type TestServer } from '../helpers/runtimes.ts';
 
 let github: GithubStandin;
@@ -41,7 +41,6 @@ after(async () => {
   await github?.close();
 });
 
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /** Polls `read` (each poll bounded by the request; 200 polls of 50 ms at most) until `done` holds of its answer. */
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {

@@ -6,23 +6,15 @@
  * holds (§1 "Admit": bound to the mandate, the exact version, the input's hash and `max_cost`):
  * any other call is refused 409 `approval_mismatch` and leaves the grant for the exact call.
  */
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHolonClient } from '../../clients/src/index.ts';
 import { inputHash } from '../../src/gateway/approvals.ts';
-import { startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { bearer, carefulMandate, useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
 
-let hosted: TestHosted;
-let account: TestAccount;
-let other: TestAccount;
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-
-before(async () => {
-  hosted = await startTestHosted();
-  account = await hosted.signup();
-  other = await hosted.signup();
-});
-after(async () => hosted?.close());
+const hosted = useTestHosted();
+const account = useHostedAccount(hosted);
+const other = useHostedAccount(hosted);
 
 describe('the mandate of an agent key', () => {
   test('left out, the call runs under the key\'s mandate; naming it is the same; another mandate is 404 no_such_mandate', async () => {
@@ -62,8 +54,7 @@ describe('a call re-submitted under a granted approval', () => {
   let mandate: string;
   let agentKey: string;
   before(async () => {
-    await hosted.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'careful', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, approval: { above: '0.05' }, budget: { total: '3.00' } }).expect(201);
-    mandate = `${account.handle}/careful`;
+    mandate = await carefulMandate(hosted, account);
     agentKey = (await hosted.http.post('/v0/keys').set(bearer(account.human)).send({ mandate }).expect(201)).body.key;
   });
 

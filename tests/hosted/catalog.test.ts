@@ -5,25 +5,19 @@
  * platform's own cheap agents on a narrowed input, 10 tries per visitor and 600 per hour in all,
  * CORS for `HOLON_SITE_URL` only, never billed nor measured.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readCatalog } from '../../src/hosted/catalog.ts';
 import { failOnce } from '../helpers/faults.ts';
 import { DEMO_PER_HOUR, DEMO_PER_VISITOR_PER_HOUR } from '../../src/hosted/demo.ts';
 import { Registry } from '../../src/gateway/registry.ts';
-import { startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { bearer, startTestHosted, useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
 
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 const SITE = 'https://site.example';
 
 describe('GET /v0/catalog', () => {
-  let hosted: TestHosted;
-  let account: TestAccount;
-  before(async () => {
-    hosted = await startTestHosted({ settings: { records: true, site_url: SITE, trust_proxy: true } });
-    account = await hosted.signup();
-  });
-  after(async () => hosted?.close());
+  const hosted = useTestHosted({ settings: { records: true, site_url: SITE, trust_proxy: true } });
+  const account = useHostedAccount(hosted);
   const entry = async (id: string) => (await hosted.http.get('/v0/catalog').expect(200)).body.agents.find((agent: { id: string }) => agent.id === id);
 
   test('lists every agent of the registry in id order, with what its author declares, to anyone', async () => {

@@ -17,35 +17,23 @@
  *     N share 3×8889 = 26667, royalties 0, total 26667.
  * Paid 207035 = fees 20702 + authors 186333: nothing is lost.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseMoney } from '../../src/contracts/money.ts';
 import { Registry } from '../../src/gateway/registry.ts';
 import { EARNINGS_DAYS, earningsByDay } from '../../src/hosted/earnings.ts';
-import { startGithubStandin, signInWithStandin, standinSettings, type GithubStandin } from '../helpers/github-standin.ts';
-import { startHttpsAgent, type HttpsAgent } from '../helpers/https-agent.ts';
-import { startTestHosted, type TestHosted } from '../helpers/hosted.ts';
+import { signInWithStandin, standinSettings, useGithubStandin } from '../helpers/github-standin.ts';
+import { useHttpsAgent } from '../helpers/https-agent.ts';
+import { useTestHosted } from '../helpers/hosted.ts';
 
-let github: GithubStandin;
-let server: HttpsAgent;
-let hosted: TestHosted;
+const github = useGithubStandin();
+const server = useHttpsAgent(() => ({ ok: true }));
+const hosted = useTestHosted(() => ({
+  // The agent serves on loopback: private endpoints allowed, as in development (gateway §7 "Network safety").
+  settings: { ...standinSettings(github), allow_private_endpoints: true },
+  ca: server.ca,
+}));
 let nextId = 8000;
-
-before(async () => {
-  github = await startGithubStandin();
-  server = await startHttpsAgent(() => ({ ok: true }));
-  hosted = await startTestHosted({
-    // The agent serves on loopback: private endpoints allowed, as in development (gateway §7 "Network safety").
-    settings: { ...standinSettings(github), allow_private_endpoints: true },
-    ca: server.ca,
-  });
-});
-
-after(async () => {
-  await hosted?.close();
-  await server?.close();
-  await github?.close();
-});
 
 /** A GitHub user signed in, then its agent `name` published (proprietary: no source to check). */
 async function authorWith(name: string, price: string, lineage?: { fork_of: string; royalty: string }) {

@@ -17,7 +17,7 @@ import { Registry, type ListedAgent } from '../../src/gateway/registry.ts';
 import { runtimeFor } from '../../src/runtimes/index.ts';
 import { evaluateVersion, readEvaluations, type EvaluationDeps } from '../../src/hosted/evaluation.ts';
 import { MAX_CASES_PER_SUITE, suiteSourceFromEnv } from '../../src/hosted/eval-suites.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { freshStore, storeTarget } from '../helpers/gateway.ts';
 import { startHost, type TestHost } from '../helpers/runtimes.ts';
 
 let database: Database;
@@ -56,7 +56,7 @@ async function writeAgent(name: string, capability: string, code: string): Promi
 
 before(async () => {
   store = await freshStore();
-  database = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'gateway') });
+  database = await openDatabase(storeTarget(store, 'gateway'));
   host = await startHost();
   scratch = await mkdtemp(path.join(tmpdir(), 'holon-evals-'));
   await writeAgent('wrong', 'extraction.table', 'export default async function run() { return { rows: [["a", "b"]] }; }\n');

@@ -3,22 +3,14 @@
  * to anyone without a key; a feature that is off carries the reason, and its operations answer
  * 503 with that same sentence. The console offers only what is on (`console-browser.test.ts`).
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CREDENTIALS_OFF, featuresOf, GITHUB_SIGN_IN_OFF, PUBLISHING_OFF } from '../../src/hosted/features.ts';
-import { startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
 
 /** A gateway with every optional setting left out: no GitHub app, no HOLON_FILE_SECRET. */
-let hosted: TestHosted;
-let account: TestAccount;
-
-before(async () => {
-  hosted = await startTestHosted({ settings: { github: null, file_secret: null } });
-  account = await hosted.signup();
-});
-after(async () => {
-  await hosted?.close();
-});
+const hosted = useTestHosted({ settings: { github: null, file_secret: null } });
+const account = useHostedAccount(hosted);
 
 test('without a GitHub app or HOLON_FILE_SECRET, GET /v0/features says all three are off and why, to anyone, with or without a key', async () => {
   const expected = {

@@ -16,7 +16,7 @@ import { sweepFiles, FILE_TTL_MS, MAX_FILE_BYTES, MAX_LIVE_FILE_BYTES, MAX_FILES
 import { LINK_TTL_MS } from '../../src/hosted/file-links.ts';
 import { readSettings } from '../../src/hosted/settings.ts';
 import { FIXTURE_AGENTS } from '../helpers/gateway.ts';
-import { startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { bearer, startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
 import { startMcpServer, type TestMcpServer, type ToolCall } from '../helpers/runtimes.ts';
 import pino from 'pino';
 import { Registry, type ListedAgent } from '../../src/gateway/registry.ts';
@@ -25,7 +25,6 @@ import { EVAL_FILES_OWNER, evaluateVersion } from '../../src/hosted/evaluation.t
 import { linkKey } from '../../src/hosted/file-links.ts';
 
 const FILE_AGENTS = fileURLToPath(new URL('../fixtures/file-agents', import.meta.url));
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /** The test clock: starts at a fixed instant, moved by the tests. */
 let now_ms = Date.parse('2026-03-01T10:00:00Z');

@@ -5,25 +5,16 @@
  * links the one with the same verified email; GitHub's token is never kept; a disabled account
  * gets no new key.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGithubStandin, type GithubStandin, type StandinUser } from '../helpers/github-standin.ts';
-import { startTestHosted, uniqueAccount, type TestHosted } from '../helpers/hosted.ts';
+import { useGithubStandin, type StandinUser } from '../helpers/github-standin.ts';
+import { uniqueAccount, useTestHosted } from '../helpers/hosted.ts';
 
-let github: GithubStandin;
-let hosted: TestHosted;
+const github = useGithubStandin();
+const hosted = useTestHosted(() => ({
+  settings: { github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
+}));
 let nextId = 1000;
-
-before(async () => {
-  github = await startGithubStandin();
-  hosted = await startTestHosted({
-    settings: { github: { client_id: github.client_id, client_secret: github.client_secret, web_url: github.url, api_url: github.url } },
-  });
-});
-after(async () => {
-  await hosted?.close();
-  await github?.close();
-});
 
 const user = (email: string | null, verified = true): StandinUser => {
   const login = uniqueAccount('GH');

@@ -5,22 +5,16 @@
  * run once; a key a restart interrupted answers 409, its call closed `failed` with
  * `gateway_restarted`, never billed.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { failOnce } from '../helpers/faults.ts';
 import { waitFor } from '../helpers/gateway.ts';
-import { inconsistentClaims, startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { bearer, inconsistentClaims, startTestHosted, useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
 
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 describe('Idempotency-Key', () => {
-  let hosted: TestHosted;
-  let account: TestAccount;
-  before(async () => {
-    hosted = await startTestHosted();
-    account = await hosted.signup();
-  });
-  after(async () => hosted?.close());
+  const hosted = useTestHosted();
+  const account = useHostedAccount(hosted);
   const call = (key: string, input: Record<string, unknown>, agent = 'gt/run') =>
     hosted.http.post('/v0/calls').set(bearer(account.agent)).set('idempotency-key', key).send({ mandate: account.mandate, agent, input });
   const balance = async () => {

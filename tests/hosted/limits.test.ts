@@ -4,24 +4,16 @@
  * appended; a forged `X-Forwarded-For` buys nothing), sign-ups per address, the admin key's;
  * NUL refused; the settings production refuses to start without.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readSettings } from '../../src/hosted/settings.ts';
-import { ADMIN_KEY, PRODUCTION_ENV, startTestHosted, uniqueAccount, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { ADMIN_KEY, bearer, PRODUCTION_ENV, uniqueAccount, useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
 
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 const limits = { address_per_minute: 100_000, account_per_minute: 100_000, admin_per_minute: 100_000, signups_per_hour: 100_000 };
 
 describe('rate limits', () => {
-  let proxied: TestHosted;
-  let direct: TestHosted;
-  before(async () => {
-    [proxied, direct] = await Promise.all([
-      startTestHosted({ settings: { trust_proxy: true, rate_limits: { ...limits, address_per_minute: 5, signups_per_hour: 2, account_per_minute: 6, admin_per_minute: 3 } } }),
-      startTestHosted({ settings: { trust_proxy: false, rate_limits: { ...limits, address_per_minute: 3 } } }),
-    ]);
-  });
-  after(async () => Promise.all([proxied?.close(), direct?.close()]));
+  const proxied = useTestHosted({ settings: { trust_proxy: true, rate_limits: { ...limits, address_per_minute: 5, signups_per_hour: 2, account_per_minute: 6, admin_per_minute: 3 } } });
+  const direct = useTestHosted({ settings: { trust_proxy: false, rate_limits: { ...limits, address_per_minute: 3 } } });
 
   test('behind the trusted proxy, the appended address counts: a forged X-Forwarded-For buys nothing', async () => {
     const statuses = [];
@@ -60,13 +52,8 @@ describe('rate limits', () => {
 });
 
 describe('NUL characters', () => {
-  let hosted: TestHosted;
-  let account: TestAccount;
-  before(async () => {
-    hosted = await startTestHosted();
-    account = await hosted.signup();
-  });
-  after(async () => hosted?.close());
+  const hosted = useTestHosted();
+  const account = useHostedAccount(hosted);
 
   test('a NUL in a call input or a mandate is refused 422 and nothing is written', async () => {
     const count = async () => Number((await hosted.running.db.knex('gateway_receipts').count('* as n'))[0].n);

@@ -4,28 +4,24 @@
  * `ask_in_client` key gets the approval form through elicitation, another key's held call stays
  * pending; a session belongs to the key that opened it.
  */
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { ADMIN_KEY, startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { ADMIN_KEY, bearer, carefulMandate, useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let hosted: TestHosted;
-let account: TestAccount;
-let careful: string;
 const clients: Client[] = [];
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-
-before(async () => {
-  hosted = await startTestHosted();
-  account = await hosted.signup();
-  await hosted.http.post('/v0/mandates').set(bearer(account.human)).send({ id: 'careful', grantee: `${account.handle}/bot`, allow: { agents: ['*'] }, approval: { above: '0.05' }, budget: { total: '3.00' } }).expect(201);
-  careful = `${account.handle}/careful`;
-});
+// The clients close before the gateway they talk to (after hooks run in the order they are registered).
 after(async () => {
   for (const client of clients) await client.close();
-  await hosted?.close();
+});
+const hosted = useTestHosted();
+const account = useHostedAccount(hosted);
+let careful: string;
+setUp(async () => {
+  careful = await carefulMandate(hosted, account);
 });
 
 /** A client of `/mcp` with `key`; with elicitation, it approves every form and counts them. */

@@ -4,27 +4,17 @@
  * versions), yanks any published version but no shipped agent, lists accounts, reads the log;
  * every action is logged with its reason and the database refuses to change or delete the log.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGithubStandin, signInWithStandin, standinSettings, type GithubStandin, type StandinUser } from '../helpers/github-standin.ts';
-import { ADMIN_KEY, startTestHosted, type TestHosted } from '../helpers/hosted.ts';
+import { signInWithStandin, standinSettings, useGithubStandin, type StandinUser } from '../helpers/github-standin.ts';
+import { ADMIN_KEY, useTestHosted } from '../helpers/hosted.ts';
 
-let github: GithubStandin;
-let hosted: TestHosted;
+const github = useGithubStandin();
+const hosted = useTestHosted(() => ({
+  settings: standinSettings(github),
+  publishing: { checkEndpoint: async () => undefined },
+}));
 let nextId = 9000;
-
-before(async () => {
-  github = await startGithubStandin();
-  hosted = await startTestHosted({
-    settings: standinSettings(github),
-    publishing: { checkEndpoint: async () => undefined },
-  });
-});
-
-after(async () => {
-  await hosted?.close();
-  await github?.close();
-});
 
 const admin = (method: 'get' | 'post', path: string) => hosted.http[method](path).set('authorization', `Bearer ${ADMIN_KEY}`);
 

@@ -5,11 +5,11 @@
  * it too); `proprietary` labelled wherever it is listed; the network check and the evaluation are
  * injected hooks (fakes here). GitHub is the local stand-in; the agent an https server of the test.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGithubStandin, signInWithStandin, standinSettings, type GithubStandin } from '../helpers/github-standin.ts';
-import { startHttpsAgent, type HttpsAgent } from '../helpers/https-agent.ts';
-import { startTestHosted, type TestHosted } from '../helpers/hosted.ts';
+import { signInWithStandin, standinSettings, useGithubStandin } from '../helpers/github-standin.ts';
+import { useHttpsAgent } from '../helpers/https-agent.ts';
+import { useTestHosted } from '../helpers/hosted.ts';
 import type { PublishedVersion } from '../../src/hosted/publish.ts';
 import { MAX_LINEAGE_LEVELS } from '../../src/contracts/lineage.ts';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -18,10 +18,23 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { holon } from '../helpers/cli.ts';
 import { EXIT } from '../../src/cli/client-commands.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let github: GithubStandin;
-let server: HttpsAgent;
-let hosted: TestHosted;
+const github = useGithubStandin();
+const server = useHttpsAgent((_path, body) => ({ echo: body }));
+const hosted = useTestHosted(() => ({
+  // The agent serves on loopback: the guarded client may reach it (development setting); publish-time refusals come from the check below.
+  settings: { ...standinSettings(github), allow_private_endpoints: true },
+  ca: server.ca,
+  publishing: {
+    checkEndpoint: async (url) => {
+      if (refusedEndpoints.has(url)) throw new Error('intranet.example resolves to 10.0.0.8, a private address');
+    },
+    onPublished: (version) => {
+      published.push(version);
+    },
+  },
+}));
 let author: { handle: string; human: string; github_id: number };
 const published: PublishedVersion[] = [];
 const refusedEndpoints = new Set(['https://intranet.example/']);
@@ -54,29 +67,8 @@ async function newAuthor(...repos: string[]): Promise<{ handle: string; human: s
   return { ...signedIn, github_id: id };
 }
 
-before(async () => {
-  github = await startGithubStandin();
-  server = await startHttpsAgent((_path, body) => ({ echo: body }));
-  hosted = await startTestHosted({
-    // The agent serves on loopback: the guarded client may reach it (development setting); publish-time refusals come from the check below.
-    settings: { ...standinSettings(github), allow_private_endpoints: true },
-    ca: server.ca,
-    publishing: {
-      checkEndpoint: async (url) => {
-        if (refusedEndpoints.has(url)) throw new Error('intranet.example resolves to 10.0.0.8, a private address');
-      },
-      onPublished: (version) => {
-        published.push(version);
-      },
-    },
-  });
+setUp(async () => {
   author = await newAuthor('echo', 'again', 'yanked', 'cap');
-});
-
-after(async () => {
-  await hosted?.close();
-  await server?.close();
-  await github?.close();
 });
 
 test('an open-source agent of the author is listed at once, found by search, labelled, and evaluated once through the hook', async () => {

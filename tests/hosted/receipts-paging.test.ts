@@ -4,21 +4,19 @@
  * caller's root receipts newest first, under a mandate filter and an agent key's scope too; a
  * cursor is only a position, so one made in another account's walk shows nothing of it.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
+import { setUp } from '../helpers/hooks.ts';
 
-let hosted: TestHosted;
-let alice: TestAccount;
-let bob: TestAccount;
+const hosted = useTestHosted();
+const alice = useHostedAccount(hosted);
+const bob = useHostedAccount(hosted);
 /** Alice's root receipts in the order they were made, and the child of the first. */
 const made: string[] = [];
 let other: string;
 
-before(async () => {
-  hosted = await startTestHosted();
-  alice = await hosted.signup();
-  bob = await hosted.signup();
+setUp(async () => {
   const call = async (key: string, mandate: string, agent: string, input: object) => {
     const response = await hosted.http.post('/v0/calls').set('authorization', `Bearer ${key}`).send({ mandate, agent, input });
     assert.equal(response.status, 200, JSON.stringify(response.body));
@@ -34,9 +32,6 @@ before(async () => {
     .expect(201);
   other = (await call(alice.human, `${alice.handle}/other`, 'gt/free', {})).id;
   await call(bob.human, bob.mandate, 'gt/free', {});
-});
-after(async () => {
-  await hosted?.close();
 });
 
 const page = (key: string, query: Record<string, string>) => hosted.http.get('/v0/receipts').query(query).set('authorization', `Bearer ${key}`);

@@ -9,23 +9,15 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import gatewayDocument from '../../generated/gateway/openapi.json' with { type: 'json' };
 import clearingDocument from '../../generated/clearing/openapi.json' with { type: 'json' };
 import { DOCS_CSP, DOCS_DIR } from '../../src/http/docs.ts';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { useTestGateway } from '../helpers/gateway.ts';
 import { useTestBinding } from '../helpers/clearing.ts';
 
-let gw: TestGateway;
+const gw = useTestGateway();
 const binding = useTestBinding();
-
-before(async () => {
-  gw = await startTestGateway();
-});
-
-after(async () => {
-  await gw?.running.close();
-});
 
 test('GET /openapi.json on the gateway answers the bundled gateway document', async () => {
   const response = await fetch(`${gw.running.url}/openapi.json`);

@@ -26,7 +26,6 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import fc from 'fast-check';
 import pino from 'pino';
 import { operationTable as clearingTable, schemaDocument as clearingDocument } from '../../generated/clearing/server.ts';
@@ -36,7 +35,7 @@ import { envNumber } from '../../src/config/env.ts';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { storeMandate } from '../../src/gateway/mandates.ts';
 import { OPERATION_PRINCIPALS } from '../../src/hosted/policy.ts';
-import { freshStore, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { freshStore, startTestGateway, storeTarget, type TestGateway } from '../helpers/gateway.ts';
 import { startGithubStandin, standinSettings, type GithubStandin } from '../helpers/github-standin.ts';
 import { ADMIN_KEY, startTestHosted, type TestHosted } from '../helpers/hosted.ts';
 import { clearingResponses, gatewayResponses } from '../helpers/documents.ts';
@@ -297,7 +296,7 @@ async function send(plans: readonly PlannedRequest[]): Promise<Tally> {
 
 before(async () => {
   const store = await freshStore();
-  const db = await openDatabase(store.database_url ? { url: store.database_url } : { dir: path.join(store.db, 'clearing') });
+  const db = await openDatabase(storeTarget(store, 'clearing'));
   // A 500 logs its cause, so a failure shows why.
   const server = createClearingApp({ db: db.knex, logger: pino({ level: 'error' }) }).listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));

@@ -4,12 +4,12 @@
  * surrogate anywhere in a request is refused (never rewritten), amounts stay within
  * MAX_AMOUNT_MICROS, and nothing refused changes a balance. None of these answers 500.
  */
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_AMOUNT_MICROS } from '../../src/contracts/money.ts';
 import { MAX_JSON_DEPTH, urlFault } from '../../src/http/wellformed.ts';
 import { refused, unique, useTestBinding } from '../helpers/clearing.ts';
-import { startTestGateway, type TestGateway, type TestMandate } from '../helpers/gateway.ts';
+import { useTestGateway, type TestMandate } from '../helpers/gateway.ts';
 
 /** superagent serializes a Buffer sent under a JSON media type as JSON; this sends its bytes as they are. */
 const bytesAsTheyAre = (body: unknown) => body as string;
@@ -140,14 +140,10 @@ describe('the binding', () => {
 });
 
 describe('the gateway', () => {
-  let gateway: TestGateway;
+  const gateway = useTestGateway();
   let mandate: TestMandate;
   before(async () => {
-    gateway = await startTestGateway();
     mandate = await gateway.mandate();
-  });
-  after(async () => {
-    await gateway?.close();
   });
 
   test('§2 call input nested 10,000 levels deep is refused 422 naming the bound, not a stack overflow', async () => {

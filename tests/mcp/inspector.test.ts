@@ -25,11 +25,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { after, before, test } from 'node:test';
-import pino from 'pino';
-import { startDevGateway } from '../../src/serve/dev.ts';
-import type { RunningGateway } from '../../src/serve/gateway.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { test } from 'node:test';
+import { useDevGateway } from '../helpers/gateway.ts';
 
 const run = promisify(execFile);
 
@@ -39,20 +36,7 @@ const INSPECTOR_CWD = fileURLToPath(new URL('../../node_modules/@modelcontextpro
 /** A bound on each inspector run. */
 const INSPECTOR_TIMEOUT_MS = 20_000;
 
-let gateway: RunningGateway;
-
-before(async () => {
-  gateway = await startDevGateway({
-    port: 0,
-    ...(await freshStore()),
-    agent_dirs: ['examples', 'agents'],
-    agents_host_port: 0,
-    exclude: ['holon-labs/summarize'],
-    logger: pino({ level: 'silent' }),
-  });
-});
-
-after(() => gateway?.close());
+const gateway = useDevGateway({ agent_dirs: ['examples', 'agents'], agents_host_port: 0, exclude: ['holon-labs/summarize'] });
 
 /** Runs the inspector's CLI mode against the gateway's `/mcp` with `args`; returns the JSON it printed. */
 async function inspector(...args: string[]): Promise<any> {

@@ -15,17 +15,16 @@
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { after, before, describe, test } from 'node:test';
-import pino from 'pino';
+import { after, describe, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv } from 'ajv';
 import { parseMoney, type Micros } from '../../src/contracts/money.ts';
-import { startDevGateway } from '../../src/serve/dev.ts';
 import type { RunningGateway } from '../../src/serve/gateway.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { startFreshDevGateway, useDevGateway } from '../helpers/gateway.ts';
+import { useOpened, withEnv } from '../helpers/hooks.ts';
 
 /** A CSV with quoting, a null and three types. */
 const CSV = 'id,name,joined\n1,Ada,2024-01-15\n2,"Lovelace, Ada",2024-03-02\n3,,2023-12-31\n';
@@ -46,29 +45,14 @@ const csvProfilePrice = parseYaml(await readFile(new URL('../../agents/csv-profi
 
 const TOOLS = ['search_agents', 'call_agent', 'read_receipts', 'list_approvals'];
 
-let sandbox: RunningGateway;
-let careful: RunningGateway;
 const clients: Client[] = [];
-
-before(async () => {
-  const logger = pino({ level: 'silent' });
-  const exclude = ['holon-labs/summarize'];
-  sandbox = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples', 'agents'], agents_host_port: 0, exclude, logger });
-  const previous = process.env.HOLON_MCP_MANDATE;
-  process.env.HOLON_MCP_MANDATE = 'dev/careful';
-  try {
-    careful = await startDevGateway({ port: 0, ...(await freshStore()), agent_dirs: ['examples'], agents_host_port: null, exclude, logger });
-  } finally {
-    if (previous === undefined) delete process.env.HOLON_MCP_MANDATE;
-    else process.env.HOLON_MCP_MANDATE = previous;
-  }
-});
-
+// The clients close before the gateways they talk to (after hooks run in the order they are registered).
 after(async () => {
   for (const client of clients) await client.close();
-  await careful?.close();
-  await sandbox?.close();
 });
+const exclude = ['holon-labs/summarize'];
+const sandbox = useDevGateway({ agent_dirs: ['examples', 'agents'], agents_host_port: 0, exclude });
+const careful = useOpened('the careful gateway', () => withEnv({ HOLON_MCP_MANDATE: 'dev/careful' }, () => startFreshDevGateway({ exclude })), (gateway) => gateway.close());
 
 /** How a client answers `elicitation/create`: accept with `approve`, decline, cancel (the human dismissed the form), or fail. */
 type Answer = { approve: boolean } | 'decline' | 'cancel' | 'fail';

@@ -7,13 +7,13 @@
 import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
 import { isRootMandateId, rootMandateOf, validateMandate, validateRootMandate } from '../../src/contracts/mandate.ts';
 import { ContractError } from '../../src/contracts/errors.ts';
 import { freshStore, startTestGateway } from '../helpers/gateway.ts';
-import { startTestHosted, type TestAccount, type TestHosted } from '../helpers/hosted.ts';
+import { bearer, useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
 
 /** A valid root mandate document with id `id`, issued by `issuer`. */
 const rootDocument = (id: string, issuer = 'alice') => ({ id, issuer, grantee: `${issuer}/bot`, allow: { agents: ['*'] }, budget: { total: '1.00', currency: 'EUR' } });
@@ -81,22 +81,13 @@ describe('the dev gateway refuses a mandate file with a dotted root id at start-
 });
 
 describe('hosted: a root id with a dot', () => {
-  let hosted: TestHosted;
-  let alice: TestAccount;
-  const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+  const hosted = useTestHosted();
+  const alice = useHostedAccount(hosted);
   const call = (mandate: string, agent = 'gt/free', input: object = {}) => hosted.http.post('/v0/calls').set(bearer(alice.human)).send({ mandate, agent, input });
   const listed = async (mandate: string) => {
     const response = await hosted.http.get('/v0/receipts').query({ mandate }).set(bearer(alice.human)).expect(200);
     return response.body.receipts as Array<{ id: string; mandate: string; calls: Array<{ mandate: string }> }>;
   };
-
-  before(async () => {
-    hosted = await startTestHosted();
-    alice = await hosted.signup();
-  });
-  after(async () => {
-    await hosted?.close();
-  });
 
   test('POST /v0/mandates refuses it 422 invalid_mandate and stores nothing', async () => {
     for (const id of ['v1.5', `${alice.handle}/v1.5`]) {
