@@ -1,7 +1,7 @@
 /**
  * `GET /v0/features` (issue 26, gateway §7 "Operating"): what the operator switched on, answered
  * to anyone without a key; a feature that is off carries the reason, and its operations answer
- * 503 with that same sentence. The console offers only what is on (`console-browser.test.ts`).
+ * 503 with that same sentence. The console offers only what is on (`tests/hosted/console/browser.test.ts`).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
