@@ -120,6 +120,7 @@ export function renderServerStub(document: Json, name: string): string {
   const ids = rows.map((r) => JSON.stringify(r.operationId)).join(' | ');
   return `import type { Context } from 'koa';
 import type { components, operations } from './types.ts';
+import type { Answered, Or, UndeclaredFields } from '../answers.ts';
 
 /** Every operation id of the document. */
 export type OperationId = ${ids};
@@ -143,9 +144,6 @@ export const operationTable: readonly Operation[] = ${JSON.stringify(rows, null,
 /** The document's components, the target of every \`$ref\` in the table. */
 export const schemaDocument = ${JSON.stringify({ components: { schemas: document.components?.schemas ?? {} } }, null, 2)};
 
-type Nothing = Record<string, never>;
-type Or<T> = [T] extends [never] ? Nothing : [T] extends [undefined] ? Nothing : NonNullable<T>;
-
 /** The validated request an operation's handler receives. */
 export interface OperationRequest<K extends OperationId> {
   params: Or<operations[K]['parameters']['path']>;
@@ -160,9 +158,6 @@ export type OperationResult<K extends OperationId> = operations[K]['responses'] 
   ? R
   : never;
 
-/** What one declared response lets a handler answer: its JSON body; bytes or text for another media type; a text for a response without content (a redirect's). */
-type Answered<R> = R extends { content: infer C } ? { [M in keyof C]: M extends 'application/json' ? C[M] : string | Uint8Array }[keyof C] : string;
-
 /** \`T\` without the bare error body: a refusal is thrown (an \`HttpError\`), not returned. */
 type Thrown<T> = T extends components['schemas']['ErrorBody'] ? (components['schemas']['ErrorBody'] extends T ? never : T) : T;
 
@@ -172,30 +167,6 @@ type Thrown<T> = T extends components['schemas']['ErrorBody'] ? (components['sch
  * not declare does not compile.
  */
 export type OperationAnswer<K extends OperationId> = Thrown<{ [S in keyof operations[K]['responses']]: Answered<operations[K]['responses'][S]> }[keyof operations[K]['responses']]>;
-
-type AllKeys<S> = S extends unknown ? keyof S : never;
-type At<S, K extends PropertyKey> = S extends unknown ? (K extends keyof S ? S[K] : never) : never;
-type Elements<S> = S extends readonly (infer E)[] ? E : never;
-type Deeper = [never, 0, 1, 2, 3, 4, 5, 6];
-
-/**
- * The fields \`T\` has and the document's \`S\` does not declare, as paths (\`.foo\`, \`.items[].bar\`);
- * never when there are none. A field of \`T\` known only by an index signature counts as
- * undeclared unless \`S\` is open there too. Looks 7 levels deep.
- */
-export type UndeclaredFields<T, S, P extends string = '', D extends number = 7> = [D] extends [never]
-  ? never
-  : 0 extends 1 & T
-    ? never
-    : unknown extends S
-      ? never
-      : T extends string | number | boolean | bigint | null | undefined | Uint8Array
-        ? never
-        : T extends readonly (infer E)[]
-          ? UndeclaredFields<E, Elements<S>, \`\${P}[]\`, Deeper[D]>
-          : T extends object
-            ? { [K in keyof T & string]-?: K extends AllKeys<S> ? UndeclaredFields<T[K], At<S, K>, \`\${P}.\${K}\`, Deeper[D]> : \`\${P}.\${K}\` }[keyof T & string]
-            : never;
 
 /** \`H\` when each of its handlers answers only fields its operation declares; otherwise the offending handler's type names the fields. */
 export type DeclaredOnly<H> = {
@@ -223,4 +194,43 @@ export type Handler<K extends OperationId> = (request: OperationRequest<K>, ctx:
 /** Handlers for the operations a server offers; an absent one answers 404 \`not_offered\`. */
 export type Handlers = { [K in OperationId]?: Handler<K> };
 ${renderErrorCodes(document, name)}`;
+}
+
+/**
+ * The TypeScript source of `generated/answers.ts`: the type helpers every generated `server.ts`
+ * shares (they depend on no document): a request part that may be absent, what one declared
+ * response lets a handler answer, and the fields an answer has that a document does not declare.
+ */
+export function renderSharedAnswers(): string {
+  return `type Nothing = Record<string, never>;
+/** A request part (path parameters, query) as a handler receives it: an empty object when the operation has none. */
+export type Or<T> = [T] extends [never] ? Nothing : [T] extends [undefined] ? Nothing : NonNullable<T>;
+
+/** What one declared response lets a handler answer: its JSON body; bytes or text for another media type; a text for a response without content (a redirect's). */
+export type Answered<R> = R extends { content: infer C } ? { [M in keyof C]: M extends 'application/json' ? C[M] : string | Uint8Array }[keyof C] : string;
+
+type AllKeys<S> = S extends unknown ? keyof S : never;
+type At<S, K extends PropertyKey> = S extends unknown ? (K extends keyof S ? S[K] : never) : never;
+type Elements<S> = S extends readonly (infer E)[] ? E : never;
+type Deeper = [never, 0, 1, 2, 3, 4, 5, 6];
+
+/**
+ * The fields \`T\` has and the document's \`S\` does not declare, as paths (\`.foo\`, \`.items[].bar\`);
+ * never when there are none. A field of \`T\` known only by an index signature counts as
+ * undeclared unless \`S\` is open there too. Looks 7 levels deep.
+ */
+export type UndeclaredFields<T, S, P extends string = '', D extends number = 7> = [D] extends [never]
+  ? never
+  : 0 extends 1 & T
+    ? never
+    : unknown extends S
+      ? never
+      : T extends string | number | boolean | bigint | null | undefined | Uint8Array
+        ? never
+        : T extends readonly (infer E)[]
+          ? UndeclaredFields<E, Elements<S>, \`\${P}[]\`, Deeper[D]>
+          : T extends object
+            ? { [K in keyof T & string]-?: K extends AllKeys<S> ? UndeclaredFields<T[K], At<S, K>, \`\${P}.\${K}\`, Deeper[D]> : \`\${P}.\${K}\` }[keyof T & string]
+            : never;
+`;
 }
