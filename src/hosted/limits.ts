@@ -81,7 +81,8 @@ export function rateCounter(store: RateStore | null, name: string, points: numbe
   const memory = new RateLimiterMemory({ keyPrefix: name, points, duration: duration_s });
   if (store === null || store.engine === 'pglite') return { limiter: memory, points, duration_s };
   // The library deletes rows expired for an hour every 5 minutes (`clearExpiredByTimeout`), so the table stays as small as the keys of the last hour.
-  const shared = new RateLimiterPostgres({ storeClient: store.knex, storeType: 'knex', tableName: 'hosted_rate_limits', tableCreated: true, keyPrefix: name, points, duration: duration_s });
+  // `inMemoryBlockOnConsumed`: once the shared count is past the limit, this process refuses the key from memory until the window ends, so a flood costs the database one query per process and key, not one per request.
+  const shared = new RateLimiterPostgres({ storeClient: store.knex, storeType: 'knex', tableName: 'hosted_rate_limits', tableCreated: true, keyPrefix: name, points, duration: duration_s, inMemoryBlockOnConsumed: points + 1 });
   // The insurance sits on the wrapper alone: a store error after the timeout must not count the request twice.
   return { limiter: new RLWrapperTimeouts({ limiter: shared, timeoutMs: timeout_ms, insuranceLimiter: memory }), points, duration_s };
 }
