@@ -28,8 +28,12 @@ export interface Store {
   owns: (table: string) => boolean;
 }
 
-/** The machinery tables a backup leaves out: knex's own bookkeeping. */
-const SKIPPED = new Set(['knex_migrations', 'knex_migrations_lock']);
+/**
+ * The tables a backup leaves out: knex's own bookkeeping, and the unlogged counters and answers
+ * several processes share (migration 019): rate-limit windows and 10-minute approval answers,
+ * not records.
+ */
+const SKIPPED = new Set(['knex_migrations', 'knex_migrations_lock', 'hosted_rate_limits', 'gateway_approval_answers']);
 
 /** Columns derived from other rows by triggers: restored as 0, rebuilt by the rows that derive them. */
 const DERIVED: Record<string, Record<string, unknown>> = { clearing_accounts: { balance: 0 }, clearing_machinery_balances: { balance: 0 } };

@@ -29,7 +29,7 @@ export interface GatewayAppOptions extends GatewayHandlerDeps {
 
 /** Builds the gateway's Koa app. */
 export function createGatewayApp(options: GatewayAppOptions): Koa {
-  const handlers = gatewayHandlers(options, new ApprovalAnswers<DecisionReply>());
+  const handlers = gatewayHandlers(options, new ApprovalAnswers<DecisionReply>(options.db));
   const { extensions } = options;
   const app = new Koa();
   app.use(requestLog(options.logger, extensions.find((extension) => extension.log_principal)?.log_principal));

@@ -89,7 +89,7 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
       for (;;) {
         const row = await readApproval(db, params.id, 'all');
         if (!row) throw new HttpError(404, 'no_such_approval', `there is no approval ${params.id}`);
-        const result = answers.get(row.id);
+        const result = await answers.get(row.id);
         const outcome = await approvalOutcome(db, row);
         // An approved call counts as decided for the waiter once it has ended (its answer published, or its receipt closed).
         const waiting = row.status === 'pending' || (row.status === 'approved' && !result && !outcome);
@@ -106,7 +106,7 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
       if (body.run === false) throw new HttpError(422, 'invalid_request', 'invalid request: {"run": false} (grant without running) is offered by the hosted gateway only');
       const decided = await decideApproval(db, gateway, params.id, body.decision ?? 'approve');
       const reply: DecisionReply = 'rejected' in decided ? { approval: approvalView(decided.rejected, currency) } : await answer(ctx, gateway, decided.run, currency);
-      answers.publish(params.id, reply);
+      await answers.publish(params.id, reply);
       return reply;
     },
 

@@ -8,12 +8,11 @@
  * settlement (not billed), no `call_events` row (not measured). CORS for `HOLON_SITE_URL` only.
  */
 import type Koa from 'koa';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { worstCase } from '../contracts/pricing.ts';
 import { agentCode, HttpError } from '../http/errors.ts';
 import { agentRef, type ListedAgent, type Registry } from '../gateway/registry.ts';
 import type { Runtime } from '../runtimes/types.ts';
-import { clientAddress, consume } from './limits.ts';
+import { clientAddress, consume, rateCounter, type RateStore } from './limits.ts';
 
 /** The dearest list price an agent may have to be in the demo: 0.01 EUR per run, in micro-units. */
 export const DEMO_MAX_PRICE_MICROS = 10_000;
@@ -62,12 +61,14 @@ export interface DemoDeps {
   registry: Registry;
   runtimeFor: (kind: ListedAgent['loaded']['manifest']['runtime']['kind']) => Runtime;
   trust_proxy: boolean;
+  /** Where the tries are counted (all processes together on Postgres: `limits.ts`). */
+  store: RateStore | null;
 }
 
 /** The demo handler: `(ns, name, input, ctx)` → `{agent, output, billed: false}`; throws the HttpErrors of `openapi/gateway.yaml`. */
 export function demoRunner(deps: DemoDeps) {
-  const perVisitor = new RateLimiterMemory({ points: DEMO_PER_VISITOR_PER_HOUR, duration: 3600 });
-  const overall = new RateLimiterMemory({ points: DEMO_PER_HOUR, duration: 3600 });
+  const perVisitor = rateCounter(deps.store, 'demo-visitor', DEMO_PER_VISITOR_PER_HOUR, 3600);
+  const overall = rateCounter(deps.store, 'demo', DEMO_PER_HOUR, 3600);
   let runs = 0;
   return async (ns: string, name: string, input: unknown, ctx: Koa.Context) => {
     const ref = `${ns}/${name}`;

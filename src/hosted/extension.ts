@@ -88,7 +88,7 @@ export async function hostedExtension(
     evaluationsOf: (agent) => readEvaluations(db, ...(agent.split('@') as [string, string])),
     ...overrides,
   };
-  const limits = rateLimits(settings.rate_limits, settings.trust_proxy);
+  const limits = rateLimits(settings.rate_limits, settings.trust_proxy, parts.database);
   const deps = {
     db,
     gateway: parts.gateway,
@@ -109,7 +109,7 @@ export async function hostedExtension(
     earnings: { db, evaluationsOf: hooks.evaluationsOf, credentialSet: hooks.credentialSet },
     features: featuresOf(settings),
     catalog: () => readCatalog(db, parts.registry, settings.records),
-    demo: demoRunner({ registry: parts.registry, runtimeFor: (kind) => runtimeFor(kind), trust_proxy: settings.trust_proxy }),
+    demo: demoRunner({ registry: parts.registry, runtimeFor: (kind) => runtimeFor(kind), trust_proxy: settings.trust_proxy, store: parts.database }),
   };
   return {
     middleware: [demoCors(settings.site_url), limits.byAddress, consolePages(settings.site_url), principalMiddleware(db, settings.admin_key), limits.byPrincipal, mcpNeedsAgentKey],

@@ -4,10 +4,14 @@
  * per address, and the operator key's own. The client address is the socket's peer, or with
  * `HOLON_TRUST_PROXY=1` the last `X-Forwarded-For` entry, the one the trusted proxy appended:
  * entries a client wrote itself come before it and are never read, so a forged header buys
- * nothing. Counting is rate-limiter-flexible's (in memory: one gateway process, gateway §8).
+ * nothing. Counting is rate-limiter-flexible's: on Postgres in the shared table
+ * `hosted_rate_limits` (migration 019), one atomic upsert per request and limit, so a limit holds
+ * for all the gateway processes on the database together (issue 27 §1); on PGlite, one process
+ * by construction, in memory.
  */
 import type Koa from 'koa';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Knex } from 'knex';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { NumberVariable } from '../config/env.ts';
 import { HttpError } from '../http/errors.ts';
 import { principalOf } from './principal.ts';
@@ -48,6 +52,41 @@ export const RATE_LIMIT_VARIABLES: Record<keyof RateLimits, NumberVariable> = {
   signups_per_hour: rateVariable('HOLON_RATE_SIGNUP', 'sign-ups per address per hour', 'signups_per_hour'),
 };
 
+/** Where the counters live: the gateway's database and its engine (`Database` of `src/db/`). */
+export interface RateStore {
+  knex: Knex;
+  engine: 'postgres' | 'pglite';
+}
+
+/**
+ * How long a request waits for the shared counter: 1,000 ms. Past it, or when the database
+ * refuses, the request is counted in this process's memory instead (the limit as one process
+ * counts it): the limit fails over to per-process counting, never fully open and never a 500.
+ */
+export const RATE_STORE_TIMEOUT_MS = 1000;
+
+/** A limit of `points` requests per `duration_s` seconds, counted by `limiter`. */
+export interface RateCounter {
+  limiter: RateLimiterAbstract;
+  points: number;
+  duration_s: number;
+}
+
+/**
+ * The counter of limit `name` (its rows' key prefix in `hosted_rate_limits`): shared through
+ * `store` on Postgres, with this process's memory as its insurance past `timeout_ms`; in memory
+ * on PGlite or without a store.
+ */
+export function rateCounter(store: RateStore | null, name: string, points: number, duration_s: number, timeout_ms = RATE_STORE_TIMEOUT_MS): RateCounter {
+  const memory = new RateLimiterMemory({ keyPrefix: name, points, duration: duration_s });
+  if (store === null || store.engine === 'pglite') return { limiter: memory, points, duration_s };
+  // The library deletes rows expired for an hour every 5 minutes (`clearExpiredByTimeout`), so the table stays as small as the keys of the last hour.
+  // `inMemoryBlockOnConsumed`: once the shared count is past the limit, this process refuses the key from memory until the window ends, so a flood costs the database one query per process and key, not one per request.
+  const shared = new RateLimiterPostgres({ storeClient: store.knex, storeType: 'knex', tableName: 'hosted_rate_limits', tableCreated: true, keyPrefix: name, points, duration: duration_s, inMemoryBlockOnConsumed: points + 1 });
+  // The insurance sits on the wrapper alone: a store error after the timeout must not count the request twice.
+  return { limiter: new RLWrapperTimeouts({ limiter: shared, timeoutMs: timeout_ms, insuranceLimiter: memory }), points, duration_s };
+}
+
 /** The client's address: the socket's peer, or behind a trusted proxy the last `X-Forwarded-For` entry. */
 export function clientAddress(ctx: Koa.Context, trust_proxy: boolean): string {
   const peer = ctx.req.socket.remoteAddress ?? 'unknown';
@@ -56,24 +95,24 @@ export function clientAddress(ctx: Koa.Context, trust_proxy: boolean): string {
   return entries.at(-1) ?? peer;
 }
 
-/** Consumes one point of `key` in `limiter`; throws 429 `rate_limited` with `Retry-After` when the window is spent. */
-export async function consume(ctx: Koa.Context, limiter: RateLimiterMemory, key: string, what: string): Promise<void> {
+/** Consumes one point of `key` in `counter`; throws 429 `rate_limited` with `Retry-After` when the window is spent. */
+export async function consume(ctx: Koa.Context, counter: RateCounter, key: string, what: string): Promise<void> {
   try {
-    await limiter.consume(key);
+    await counter.limiter.consume(key);
   } catch (error) {
     if (!(error instanceof RateLimiterRes)) throw error;
     const seconds = Math.ceil(error.msBeforeNext / 1000);
     ctx.set('Retry-After', String(seconds));
-    throw new HttpError(429, 'rate_limited', `too many requests ${what} (at most ${limiter.points} per ${limiter.duration} s): try again in ${seconds} s`);
+    throw new HttpError(429, 'rate_limited', `too many requests ${what} (at most ${counter.points} per ${counter.duration_s} s): try again in ${seconds} s`);
   }
 }
 
-/** The limiters and the middleware that applies them. */
-export function rateLimits(limits: RateLimits, trust_proxy: boolean) {
-  const address = new RateLimiterMemory({ points: limits.address_per_minute, duration: 60 });
-  const account = new RateLimiterMemory({ points: limits.account_per_minute, duration: 60 });
-  const admin = new RateLimiterMemory({ points: limits.admin_per_minute, duration: 60 });
-  const signups = new RateLimiterMemory({ points: limits.signups_per_hour, duration: 3600 });
+/** The limiters, counted through `store` ({@link rateCounter}), and the middleware that applies them. */
+export function rateLimits(limits: RateLimits, trust_proxy: boolean, store: RateStore | null) {
+  const address = rateCounter(store, 'address', limits.address_per_minute, 60);
+  const account = rateCounter(store, 'account', limits.account_per_minute, 60);
+  const admin = rateCounter(store, 'admin', limits.admin_per_minute, 60);
+  const signups = rateCounter(store, 'signup', limits.signups_per_hour, 3600);
   return {
     /** Per address, before any key is looked at (so a flood of bad keys is limited too). */
     byAddress: (async (ctx, next) => {

@@ -2,12 +2,20 @@
  * Limits and platform rules of the hosted gateway (gateway §7 "Limits and platform rules",
  * "Operating"): rate limits per account, per address (behind a trusted proxy, the address it
  * appended; a forged `X-Forwarded-For` buys nothing), sign-ups per address, the admin key's;
- * NUL refused; the settings production refuses to start without.
+ * counted across processes on Postgres, per process when the database does not answer; NUL refused; the settings production refuses to start without.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import knexPkg from 'knex';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { rateCounter, type RateCounter } from '../../src/hosted/limits.ts';
 import { readSettings } from '../../src/hosted/settings.ts';
 import { ADMIN_KEY, bearer, PRODUCTION_ENV, uniqueAccount, useHostedAccount, useTestHosted } from '../helpers/hosted.ts';
+
+const { knex } = knexPkg;
+/** knex's logger, silent: the refused connections below are the point of the tests. */
+const quiet = { warn() {}, error() {}, debug() {}, deprecate() {} };
 
 const limits = { address_per_minute: 100_000, account_per_minute: 100_000, admin_per_minute: 100_000, signups_per_hour: 100_000 };
 
@@ -48,6 +56,64 @@ describe('rate limits', () => {
     const admin = [];
     for (let i = 0; i < 4; i++) admin.push((await proxied.http.get('/v0/accounts').set('x-forwarded-for', `203.0.113.${60 + i}`).set(bearer(ADMIN_KEY))).status);
     assert.deepEqual(admin, [200, 200, 200, 429]);
+  });
+});
+
+describe('where the counters live', () => {
+  const hosted = useTestHosted();
+
+  /** Consumes one point of `key`: 'ok', or 'refused' for the library's refusal (the 429 of `consume`). */
+  const take = (counter: RateCounter, key: string) =>
+    counter.limiter.consume(key).then(
+      () => 'ok',
+      (error) => {
+        if (error instanceof RateLimiterRes) return 'refused';
+        throw error;
+      },
+    );
+
+  test('on Postgres two processes count one limit together; on PGlite (one process) memory counts it', async () => {
+    const store = hosted.running.db;
+    // Two counters of one name on one database are what two processes hold.
+    const a = rateCounter(store, 'shared-test', 5, 60);
+    const b = rateCounter(store, 'shared-test', 5, 60);
+    const outcomes = [];
+    for (let i = 0; i < 8; i++) outcomes.push(await take(i % 2 ? b : a, 'one-key'));
+    if (store.engine === 'postgres') {
+      assert.deepEqual(outcomes, ['ok', 'ok', 'ok', 'ok', 'ok', 'refused', 'refused', 'refused']);
+      // Each process asks the database until it sees the key past the limit (b at the 6th, a at the 7th), then refuses from memory: the 8th never reached the database.
+      const row = await store.knex('hosted_rate_limits').where({ key: 'shared-test:one-key' }).first();
+      assert.equal(row.points, 7);
+    } else {
+      assert.deepEqual(outcomes, ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok']);
+      assert.equal(await store.knex('hosted_rate_limits').where({ key: 'shared-test:one-key' }).first(), undefined);
+    }
+  });
+
+  test('a database that does not answer: past the timeout each process counts in its own memory, never unlimited, never an error', async () => {
+    // A server that accepts connections and never answers: the shared counter waits, the timeout decides.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const unreachable = knex({ client: 'pg', connection: { host: '127.0.0.1', port, user: 'x', database: 'x' }, pool: { min: 0, max: 2 }, acquireConnectionTimeout: 2000, log: quiet });
+    try {
+      const counter = rateCounter({ knex: unreachable, engine: 'postgres' }, 'silent', 3, 60, 50);
+      const outcomes = [];
+      for (let i = 0; i < 4; i++) outcomes.push(await take(counter, 'k'));
+      assert.deepEqual(outcomes, ['ok', 'ok', 'ok', 'refused']);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+      await unreachable.destroy();
+    }
+  });
+
+  test('a database that refuses: the same per-process count', async () => {
+    const closed = knex({ client: 'pg', connection: { host: '127.0.0.1', port: 1, user: 'x', database: 'x' }, log: quiet });
+    await closed.destroy();
+    const counter = rateCounter({ knex: closed, engine: 'postgres' }, 'refusing', 2, 60);
+    assert.deepEqual([await take(counter, 'k'), await take(counter, 'k'), await take(counter, 'k')], ['ok', 'ok', 'refused']);
   });
 });
 
