@@ -25,6 +25,7 @@ export interface ExploreFlags {
   readonly shrinkBudget: string;
   readonly concurrency: string;
   readonly faults?: string;
+  readonly faultRate?: string;
   readonly maxRequests?: string;
   readonly json?: string;
   readonly junit?: string;
@@ -77,6 +78,7 @@ export function kitProgram(actions: KitActions): Command {
     .option('--shrink-budget <duration>', 'how long to shrink a failure once found, e.g. --shrink-budget 2m', '60s')
     .option('--concurrency <n>', 'most requests in flight together, 1 to 16; e.g. --concurrency 8', '8')
     .option('--faults <kinds>', 'put the kit\'s fault proxy in front of the binding: lost-answers, duplicates, delays, resets; e.g. --faults lost-answers,duplicates')
+    .option('--fault-rate <percent>', 'chance in percent, 1 to 50, that a request meets each fault named (default 8); e.g. --fault-rate 20')
     .option('--max-requests <n>', 'stop searching after this many requests; e.g. --max-requests 100000', '500000')
     .option('--json <file>', 'also write the results as JSON; e.g. --json explore.json')
     .option('--junit <file>', 'also write the results as JUnit XML, one test case per property; e.g. --junit explore.xml')

@@ -41,9 +41,10 @@ test('a faithful binding passes explore with every fault on, and the run is boun
 // overcommitting, or two copies of one hold both applied) is the scheduler's, so either is the find.
 const broken: [Fault, readonly string[], Partial<ExploreOptions>][] = [
   ['racy-holds', ['explore.no-overcommit', 'explore.once'], {}],
-  ['double-apply', ['explore.once'], { faults: ['duplicates'] }],
+  // Two copies both applied show as an applied replay, or (when the proxy passed back one answer) in the figures.
+  ['double-apply', ['explore.once', 'explore.figures'], { faults: ['duplicates'] }],
   ['drift', ['explore.figures'], {}],
-  ['retry-refused', ['explore.once'], { faults: ['lost-answers'] }],
+  ['retry-refused', ['explore.once'], { faults: ['lost-answers'], fault_percent: 30 }],
 ];
 
 for (const [fault, properties, options] of broken) {
@@ -83,9 +84,10 @@ test('an answer is matched field by field: a replay answered as applied is not a
 test('explore flags: durations, ranges and fault kinds are checked before anything runs', () => {
   const base = { budget: '60s', shrinkBudget: '60s', concurrency: '8' };
   assert.deepEqual(exploreOptions({ ...base, budget: '5m', seed: '7', faults: 'lost-answers,resets' }), {
-    seed: 7, budget_ms: 300_000, shrink_ms: 60_000, concurrency: 8, max_requests: 500_000, faults: ['lost-answers', 'resets'],
+    seed: 7, budget_ms: 300_000, shrink_ms: 60_000, concurrency: 8, max_requests: 500_000, fault_percent: undefined, faults: ['lost-answers', 'resets'],
   });
   assert.throws(() => exploreOptions({ ...base, budget: 'soon' }), /--budget must be a duration such as 60s/);
   assert.throws(() => exploreOptions({ ...base, concurrency: '17' }), /--concurrency must be an integer from 1 to 16; got "17"/);
   assert.throws(() => exploreOptions({ ...base, faults: 'lost-answers,gremlins' }), /unknown fault gremlins/);
+  assert.throws(() => exploreOptions({ ...base, faultRate: '80' }), /--fault-rate must be an integer from 1 to 50; got "80"/);
 });

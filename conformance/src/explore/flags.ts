@@ -24,6 +24,7 @@ export function exploreOptions(flags: ExploreFlags): Omit<ExploreOptions, 'onPro
     shrink_ms: duration(flags.shrinkBudget, '--shrink-budget'),
     concurrency: integer(flags.concurrency, '--concurrency', 1, 16),
     max_requests: integer(flags.maxRequests ?? '500000', '--max-requests', 1, Number.MAX_SAFE_INTEGER),
+    fault_percent: flags.faultRate === undefined ? undefined : integer(flags.faultRate, '--fault-rate', 1, 50),
     faults,
   };
 }

@@ -87,7 +87,10 @@ export function linearize(starts: readonly ModelState[], step: readonly Sent[], 
   const full = (1 << step.length) - 1;
   const seen = new Set<string>();
   const ends = new Map<string, ModelState>();
-  // Written inside the recursion: a holder, so the compiler does not narrow it to null.
+  // The op whose answer no state and no order explains is the culprit; failing that, the
+  // mismatch of the order that got furthest.
+  const matchedSomewhere = new Set<number>();
+  const misfits = new Map<number, Mismatch>();
   const best: { depth: number; mismatch: Mismatch | null } = { depth: -1, mismatch: null };
   const visit = (state: ModelState, done: number, depth: number): void => {
     const key = `${done}:${stateKey(state)}`;
@@ -102,22 +105,25 @@ export function linearize(starts: readonly ModelState[], step: readonly Sent[], 
       const sent = step[i] as Sent;
       const allowed = forms(state, sent, prefix);
       const matching = allowed.filter((o) => differs(o.expected, sent.reply) === null);
-      if (matching.length === 0 && depth >= best.depth) {
+      if (matching.length > 0) {
+        matchedSomewhere.add(i);
+      } else {
         const first = allowed[0];
-        Object.assign(best, {
-          depth,
-          mismatch: {
-            property: first?.property ?? 'explore.answers',
-            message: `${describeOp(sent.op, prefix)}: no order of the ${step.length} request(s) in flight together explains its answer`,
-            expected: allowed.map((o) => describeExpected(o.expected)).join(' or '),
-            got: `${sent.reply.status ?? 'no answer'} ${sent.reply.exchange.response_body.slice(0, 300)}`,
-            sent,
-          },
-        });
+        const mismatch: Mismatch = {
+          property: first?.property ?? 'explore.answers',
+          message: `${describeOp(sent.op, prefix)}: no order of the ${step.length} request(s) in flight together explains its answer`,
+          expected: allowed.map((o) => describeExpected(o.expected)).join(' or '),
+          got: `${sent.reply.status ?? 'no answer'} ${sent.reply.exchange.response_body.slice(0, 300)}`,
+          sent,
+        };
+        if (!misfits.has(i)) misfits.set(i, mismatch);
+        if (depth >= best.depth) Object.assign(best, { depth, mismatch });
       }
       for (const o of matching) visit(o.next, done | (1 << i), depth + 1);
     }
   };
   for (const start of starts) visit(start, 0, 0);
-  return { states: [...ends.values()], mismatch: ends.size === 0 ? best.mismatch : null };
+  if (ends.size > 0) return { states: [...ends.values()], mismatch: null };
+  const culprit = [...misfits.entries()].find(([i]) => !matchedSomewhere.has(i));
+  return { states: [], mismatch: culprit?.[1] ?? best.mismatch };
 }

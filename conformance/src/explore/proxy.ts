@@ -1,16 +1,17 @@
 /**
- * The fault proxy: an HTTP server of the kit's own between explore and the binding that, at
- * seeded random moments, loses an answer after the binding produced it (the client retries with
+ * The fault proxy: an HTTP server of the kit's own between explore and the binding that, for
+ * seeded random requests, loses an answer after the binding produced it (the client retries with
  * the same id, as §9 and §13 let it), delivers a request twice, delays it, or resets the
  * connection before it reaches the binding. Exactly-once effect is then checked against the model.
- * An answer the proxy touched carries `x-holon-conformance-fault`, so the kit knows a replay
- * answer is legitimate for it.
+ * Which request meets which fault is a hash of the seed, the request with its history's id prefix
+ * taken out, and the attempt: a request keeps its fault when shrinking drops the others around
+ * it, and a retry is a new attempt. An answer the proxy touched carries
+ * `x-holon-conformance-fault`, so the kit knows a replay answer is legitimate for it.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { uniformInt } from 'pure-rand/distribution/uniformInt';
-import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import { createHash } from 'node:crypto';
 
 /** The faults `--faults` names. */
 export const FAULT_KINDS = ['lost-answers', 'duplicates', 'delays', 'resets'] as const;
@@ -21,8 +22,10 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 /** The header an answer the proxy touched carries, naming the fault. */
 export const FAULT_HEADER = 'x-holon-conformance-fault';
 
-/** Chance, in percent, that a request meets each enabled fault. */
-const FAULT_PERCENT = 8;
+/** Chance, in percent, that a request meets each enabled fault, by default (`--fault-rate`). */
+export const DEFAULT_FAULT_PERCENT = 8;
+/** Requests whose attempts the proxy counts before it forgets the oldest (memory bound). */
+const MAX_TRACKED = 100_000;
 /** Longest delay the `delays` fault adds, in milliseconds. */
 const MAX_DELAY_MS = 25;
 /** Largest request body the proxy forwards, in bytes (a history's bodies are well under 2 KiB). */
@@ -55,17 +58,19 @@ function appliedIn(body: Buffer): boolean {
   }
 }
 
-/** Starts a proxy to `target` on a free loopback port, injecting `faults` from `seed`. */
-export async function startFaultProxy(target: string, faults: readonly FaultKind[], seed: number): Promise<FaultProxy> {
+/** How the proxy draws: the seed, the chance per fault kind in percent, and the history id pattern to ignore. */
+export interface FaultPlan {
+  readonly seed: number;
+  readonly percent: number;
+  /** Matches a history's id prefix in a path or body, so the same request in a shorter history draws the same. */
+  readonly prefix: RegExp;
+}
+
+/** Starts a proxy to `target` on a free loopback port, injecting `faults` as `plan` draws them. */
+export async function startFaultProxy(target: string, faults: readonly FaultKind[], plan: FaultPlan): Promise<FaultProxy> {
   const base = new URL(target);
-  const rng = xoroshiro128plus(seed);
-  const roll = (max: number): number => uniformInt(rng, 0, max);
+  const attempts = new Map<string, number>();
   const injected: Record<FaultKind, number> = { 'lost-answers': 0, duplicates: 0, delays: 0, resets: 0 };
-  const hits = (kind: FaultKind): boolean => {
-    if (!faults.includes(kind) || roll(99) >= FAULT_PERCENT) return false;
-    injected[kind] += 1;
-    return true;
-  };
   const forward = (req: IncomingMessage, body: Buffer): Promise<Forwarded> => new Promise((resolve, reject) => {
     const url = new URL(req.url ?? '/', base);
     const headers = { ...req.headers, host: url.host };
@@ -93,11 +98,23 @@ export async function startFaultProxy(target: string, faults: readonly FaultKind
       chunks.push(chunk as Buffer);
     }
     const body = Buffer.concat(chunks);
-    // Every roll happens in the order requests arrive, so one seed makes one fault schedule.
+    const exact = `${req.method} ${req.url} ${body.toString('utf8')}`;
+    const attempt = (attempts.get(exact) ?? 0) + 1;
+    if (attempts.size >= MAX_TRACKED) attempts.delete(attempts.keys().next().value as string);
+    attempts.set(exact, attempt);
+    const draw = (kind: FaultKind): number => {
+      const digest = createHash('sha256').update(`${plan.seed}\n${kind}\n${attempt}\n${exact.replace(plan.prefix, '')}`).digest();
+      return digest.readUInt32BE(0) / 0x1_0000_0000;
+    };
+    const hits = (kind: FaultKind): boolean => {
+      if (!faults.includes(kind) || draw(kind) * 100 >= plan.percent) return false;
+      injected[kind] += 1;
+      return true;
+    };
     const reset = hits('resets');
     const lose = !reset && hits('lost-answers');
     const twice = !reset && hits('duplicates');
-    const delay = hits('delays') ? roll(MAX_DELAY_MS) : 0;
+    const delay = hits('delays') ? Math.floor(draw('delays') * 1_000_000) % (MAX_DELAY_MS + 1) : 0;
     if (reset) {
       req.socket.destroy();
       return;

@@ -18,7 +18,7 @@ import { Wire } from '../wire.ts';
 import { HistoryFailed, HistoryInconclusive, runHistory } from './history.ts';
 import type { PropertyId } from './model.ts';
 import { historyArbitrary, type History } from './ops.ts';
-import { startFaultProxy, type FaultKind, type FaultProxy } from './proxy.ts';
+import { DEFAULT_FAULT_PERCENT, startFaultProxy, type FaultKind, type FaultProxy } from './proxy.ts';
 
 /** The properties explore reports, with the rule each holds the binding to and where the contract says it. */
 export const PROPERTIES: readonly { readonly id: PropertyId; readonly cite: string; readonly title: string }[] = [
@@ -47,6 +47,8 @@ export interface ExploreOptions {
   /** Most operations in flight together, 1..16. */
   readonly concurrency: number;
   readonly faults: readonly FaultKind[];
+  /** Chance in percent that a request meets each fault named (default 8). */
+  readonly fault_percent?: number;
   /** Most requests the run sends (default 500 000). */
   readonly max_requests?: number;
   readonly onProgress?: (line: string) => void;
@@ -85,7 +87,8 @@ export async function runExplore(input: unknown, options: ExploreOptions): Promi
   const declared = await readBinding(config, new ExchangeLog());
   await requireFixtureAccounts(config, new Wire({ url: config.url, headers: config.headers, timeout_ms: config.timeout_ms }, new ExchangeLog()));
   const base = `hx-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`;
-  const replay = `holon-conformance explore --seed ${seed} --concurrency ${options.concurrency}${options.faults.length > 0 ? ` --faults ${options.faults.join(',')}` : ''}`;
+  const faultFlags = options.faults.length === 0 ? '' : ` --faults ${options.faults.join(',')}${options.fault_percent === undefined ? '' : ` --fault-rate ${options.fault_percent}`}`;
+  const replay = `holon-conformance explore --seed ${seed} --concurrency ${options.concurrency}${faultFlags}`;
   options.onProgress?.(`holon-conformance explore → ${config.url}: seed ${seed}, concurrency ${options.concurrency}, faults ${options.faults.join(',') || 'none'}, budget ${options.budget_ms / 1000} s (identifiers prefixed ${base})`);
   const notes: string[] = [];
   let results: CheckResult[];
@@ -99,7 +102,9 @@ export async function runExplore(input: unknown, options: ExploreOptions): Promi
   if (unsupported !== null) {
     results = PROPERTIES.map((p) => result(p, 'skip', unsupported, null, 0));
   } else {
-    proxy = options.faults.length > 0 ? await startFaultProxy(config.url, options.faults, seed) : null;
+    proxy = options.faults.length > 0
+      ? await startFaultProxy(config.url, options.faults, { seed, percent: options.fault_percent ?? DEFAULT_FAULT_PERCENT, prefix: new RegExp(`${base}-\\d+-`, 'g') })
+      : null;
     try {
       const maxRequests = options.max_requests ?? DEFAULT_MAX_REQUESTS;
       const searchEnds = Date.now() + options.budget_ms;
