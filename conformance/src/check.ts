@@ -20,7 +20,7 @@ export type Outcome = 'pass' | 'fail' | 'skip' | 'warn';
 /** The report's grouping of checks, in the order they run. */
 export type SectionName =
   | 'capabilities' | 'transport' | 'accounts' | 'settlements' | 'reservations' | 'idempotency'
-  | 'concurrency' | 'invariants' | 'finality' | 'periods' | 'errors';
+  | 'concurrency' | 'invariants' | 'finality' | 'periods' | 'errors' | 'explore';
 
 /** Every section, in run order, with the contract sections it covers. */
 export const SECTIONS: readonly { readonly name: SectionName; readonly cites: string }[] = [
@@ -35,6 +35,7 @@ export const SECTIONS: readonly { readonly name: SectionName; readonly cites: st
   { name: 'finality', cites: '§10' },
   { name: 'periods', cites: '§12' },
   { name: 'errors', cites: '§7' },
+  { name: 'explore', cites: '§6, §8, §9' },
 ];
 
 /** One rule, observed over the wire. */
@@ -70,6 +71,8 @@ export interface Failure extends Verdict {
   readonly requests: readonly Exchange[];
   /** How many requests the check sent in all (more than `requests.length` when some were left out). */
   readonly requests_sent: number;
+  /** Explore only: the shortest failing history, step by step; the requests of one step were sent together. */
+  readonly steps?: readonly (readonly Exchange[])[];
 }
 
 /** The outcome of one check in one run. */

@@ -8,7 +8,9 @@
 import { writeFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from './config.ts';
 import { writeConfigTemplate } from './init.ts';
-import { kitProgram, type RunFlags } from './program.ts';
+import { exploreOptions } from './explore/flags.ts';
+import { runExplore } from './explore/run.ts';
+import { kitProgram, type ExploreFlags, type RunFlags } from './program.ts';
 import { toJunit } from './report/junit.ts';
 import { formatProgress, formatReport } from './report/text.ts';
 import { BindingUnreachable, NotABinding, runConformance } from './runner.ts';
@@ -19,6 +21,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   const program = kitProgram({
     run: async (flags) => {
       exitCode = await run(flags);
+    },
+    explore: async (flags) => {
+      exitCode = await explore(flags);
     },
     init: async (file, flags) => {
       exitCode = await guarded(async () => {
@@ -44,6 +49,20 @@ function run(flags: RunFlags): Promise<number> {
     const only = flags.only?.split(',').map((s) => s.trim()).filter((s) => s !== '');
     const report = await runConformance(config, { only, onProgress: (e) => console.log(formatProgress(e)) });
     console.log(formatReport(report));
+    if (flags.json !== undefined) await writeFile(flags.json, `${JSON.stringify(report, null, 2)}\n`);
+    if (flags.junit !== undefined) await writeFile(flags.junit, toJunit(report));
+    return report.exit_code;
+  });
+}
+
+/** Runs explore mode with the parsed options and writes the reports; answers the exit code. */
+function explore(flags: ExploreFlags): Promise<number> {
+  return guarded(async () => {
+    if (flags.config === undefined) throw new ConfigError(`--config <file> is required (write one with: holon-conformance init); see explore --help`);
+    const config = await loadConfig(flags.config);
+    const report = await runExplore(config, { ...exploreOptions(flags), onProgress: (line) => console.log(line) });
+    console.log(formatReport(report));
+    console.log(`seed ${report.explore.seed}: ${report.explore.histories} histories, ${report.explore.requests} requests; replay with: ${report.explore.replay} --config ${flags.config}`);
     if (flags.json !== undefined) await writeFile(flags.json, `${JSON.stringify(report, null, 2)}\n`);
     if (flags.junit !== undefined) await writeFile(flags.junit, toJunit(report));
     return report.exit_code;

@@ -166,7 +166,13 @@ export class CheckContext {
     }
     const after = await this.figures(this.payer);
     if (after.available < need) {
-      throw new Inconclusive(`after funding ${short}, the payer has ${after.available} available, short of ${need}`);
+      // A funding left pending (§10) is not yet available: the binding said so, and proved nothing wrong.
+      if ((reply.body as Json | undefined)?.state === 'pending') {
+        throw new Inconclusive(`funding ${short} through ${this.funding} is pending (§10), so the payer has ${after.available} available, short of ${need}`);
+      }
+      fail(`${this.funding} of ${short} was answered as applied, yet the payer's available did not rise by it`,
+        `available ${before.available} + ${short} = ${before.available + short} after the funding answered applied (§6.2, §6.7)`,
+        `available ${after.available}`, before.reply, reply, after.reply);
     }
     return after;
   }

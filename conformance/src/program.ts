@@ -17,9 +17,24 @@ export interface RunFlags {
   readonly junit?: string;
 }
 
-/** What the commands do: `run` for the kit itself, `init` for `holon-conformance init [file]`. */
+/** Options of `holon-conformance explore`, as commander hands them over (strings until validated). */
+export interface ExploreFlags {
+  readonly config?: string;
+  readonly seed?: string;
+  readonly budget: string;
+  readonly shrinkBudget: string;
+  readonly concurrency: string;
+  readonly faults?: string;
+  readonly faultRate?: string;
+  readonly maxRequests?: string;
+  readonly json?: string;
+  readonly junit?: string;
+}
+
+/** What the commands do: `run` for the kit itself, `init` for `holon-conformance init [file]`, `explore` for explore mode. */
 export interface KitActions {
   readonly run: (flags: RunFlags) => Promise<void>;
+  readonly explore: (flags: ExploreFlags) => Promise<void>;
   readonly init: (file: string, flags: { force?: boolean }) => Promise<void>;
 }
 
@@ -29,6 +44,7 @@ Examples:
   $ holon-conformance --config ${DEFAULT_CONFIG_FILE}
   $ holon-conformance --config conf.json --json report.json --junit report.xml
   $ holon-conformance --config conf.json --only idempotency,draw.*,settle.moves-value
+  $ holon-conformance explore --config conf.json --budget 5m --faults lost-answers,duplicates,delays,resets
 
 Exit status:
   0  every MUST check passed (a failed SHOULD is reported, not fatal)
@@ -54,5 +70,18 @@ export function kitProgram(actions: KitActions): Command {
     .argument('[file]', 'where to write it', DEFAULT_CONFIG_FILE)
     .option('--force', 'overwrite the file if it exists; e.g. holon-conformance init --force')
     .action(actions.init);
+  program.command('explore')
+    .description('generate concurrent histories of contract operations, check every answer and the figures after every step against a model of the contract, and shrink a failure to the shortest history; e.g. holon-conformance explore --config conf.yaml --budget 60s --faults lost-answers,duplicates,delays,resets')
+    .option('--config <file>', `the same config as a scripted run; e.g. --config ${DEFAULT_CONFIG_FILE}`)
+    .option('--seed <n>', 'replay a run: the same seed generates the same histories and fault schedule; e.g. --seed 42 (random and printed when absent)')
+    .option('--budget <duration>', 'how long to search, e.g. --budget 60s or --budget 5m', '60s')
+    .option('--shrink-budget <duration>', 'how long to shrink a failure once found, e.g. --shrink-budget 2m', '60s')
+    .option('--concurrency <n>', 'most requests in flight together, 1 to 16; e.g. --concurrency 8', '8')
+    .option('--faults <kinds>', 'put the kit\'s fault proxy in front of the binding: lost-answers, duplicates, delays, resets; e.g. --faults lost-answers,duplicates')
+    .option('--fault-rate <percent>', 'chance in percent, 1 to 50, that a request meets each fault named (default 8); e.g. --fault-rate 20')
+    .option('--max-requests <n>', 'stop searching after this many requests; e.g. --max-requests 100000', '500000')
+    .option('--json <file>', 'also write the results as JSON; e.g. --json explore.json')
+    .option('--junit <file>', 'also write the results as JUnit XML, one test case per property; e.g. --junit explore.xml')
+    .action(actions.explore);
   return program;
 }

@@ -109,7 +109,7 @@ export async function runConformance(input: unknown, options: RunOptions = {}): 
   const log = new ExchangeLog();
   const declared = await readBinding(config, log);
   const state = new RunState(config, declared, log);
-  await requireFixtureAccounts(config, state);
+  await requireFixtureAccounts(config, state.newWire());
   const notes = [fundingNote(state)];
   if (declared.doc.contract !== CONTRACT_VERSION) {
     notes.push(`the binding declares contract ${JSON.stringify(declared.doc.contract)}; this kit checks clearing-contract version ${CONTRACT_VERSION}`);
@@ -199,7 +199,7 @@ function failureOf(verdict: Verdict, wire: Wire): Failure {
 }
 
 /** Counts outcomes; a failed SHOULD counts as failed but not as failed_must. */
-function countOutcomes(results: readonly CheckResult[]): Totals {
+export function countOutcomes(results: readonly CheckResult[]): Totals {
   const count = (p: (r: CheckResult) => boolean): number => results.filter(p).length;
   return {
     passed: count((r) => r.outcome === 'pass'),
@@ -228,7 +228,7 @@ function fundingNote(state: RunState): string {
  * document (not 200, or not a JSON object listing `operations`): a gateway, a web server, a
  * binding that refuses the kit.
  */
-async function readBinding(config: ConformanceConfig, log: ExchangeLog): Promise<Declared> {
+export async function readBinding(config: ConformanceConfig, log: ExchangeLog): Promise<Declared> {
   const reply = await new Wire({ url: config.url, headers: config.headers, timeout_ms: config.timeout_ms }, log).capabilities();
   if (reply.status === null) {
     throw new BindingUnreachable(`cannot reach the binding at ${config.url}: ${reply.exchange.transport_error}`);
@@ -254,8 +254,7 @@ function answerOf(reply: Reply): string {
  * for one is missing its set-up, not failing the contract, so the run stops with a ConfigError
  * (exit 2) that says what to create instead of reporting every check as failed.
  */
-async function requireFixtureAccounts(config: ConformanceConfig, state: RunState): Promise<void> {
-  const wire = state.newWire();
+export async function requireFixtureAccounts(config: ConformanceConfig, wire: Wire): Promise<void> {
   const { payer, payee } = config.fixtures.accounts;
   for (const [role, account] of [['payer', payer], ['payee', payee]] as const) {
     const reply = await wire.readBalance(account);

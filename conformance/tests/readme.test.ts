@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import pkg from '../package.json' with { type: 'json' };
 import { CHECKS } from '../src/checks/index.ts';
+import { PROPERTIES } from '../src/explore/run.ts';
 import { DEFAULT_CONFIG_FILE } from '../src/init.ts';
 
 test('the README lists every check as the code declares it', async () => {
@@ -29,4 +30,11 @@ test('the README\'s GitHub Actions workflow starts a binding, certifies it with 
   const certify = index((s) => (s.run ?? '').startsWith(`npx holon-conformance --config ${DEFAULT_CONFIG_FILE} --junit conformance.xml`));
   const upload = index((s) => s.uses?.startsWith('actions/upload-artifact@') === true && s.if === 'always()' && (s.with?.path ?? '').includes('conformance.xml'));
   assert.ok(start >= 0 && install > start && certify > install && upload > certify, `steps in order: start ${start}, install ${install}, certify ${certify}, upload ${upload}`);
+});
+
+test('the README lists every explore property as the code declares it', async () => {
+  const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+  const rows = PROPERTIES.map((p) => `| \`${p.id}\` | ${p.cite} | ${p.title} |`);
+  const table = ['| property | cites | rule |', '|---|---|---|', ...rows].join('\n');
+  assert.ok(readme.includes(table), `put this table in conformance/README.md's explore section:\n${table}`);
 });

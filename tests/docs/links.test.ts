@@ -17,7 +17,7 @@ import { anchorsOf, commandProblems, linkProblems, shellCommands, shellTextsOf, 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PAGES = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((file) => file.endsWith('.md')).sort().map((file) => `docs/${file}`)];
 const idle = async () => {};
-const programs: Programs = { holon: holonProgram, kit: kitProgram({ run: idle, init: idle }) };
+const programs: Programs = { holon: holonProgram, kit: kitProgram({ run: idle, init: idle, explore: idle }) };
 
 const read = (page: string): string => readFileSync(path.join(ROOT, page), 'utf8');
 

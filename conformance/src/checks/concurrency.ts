@@ -31,7 +31,8 @@ export const concurrencyChecks = checksOf('concurrency', [
         holdId, txnId: ctx.id('draw'), caller: ctx.payer, owner: ctx.payee, lines: [{ meter: 'calls', amount: ctx.amount(3) }],
       })));
       const billed = appliedBodies(replies).map((b) => (isInt(b.billed) ? b.billed : Number.NaN));
-      if (billed.length === 0) throw new Inconclusive('no parallel draw was accepted, so the race proved nothing');
+      ensure(billed.length > 0, `every one of ${PARALLEL} parallel draws of ${ctx.amount(3)} on an open hold of ${cap} was refused`,
+        'at least one draw applied: the hold was answered open with its whole cap undrawn (§6.13)', replies.map(gotOf).join(' | '), ...replies);
       const total = billed.reduce((a, b) => a + b, 0);
       ensure(total <= cap, `parallel draws billed ${total} against a cap of ${cap}`, `at most ${cap} in total (invariant 4)`,
         `billed ${billed.join(' + ')}`, ...replies);
@@ -59,7 +60,8 @@ export const concurrencyChecks = checksOf('concurrency', [
       if (ctx.offers('release-hold')) for (const holdId of opened) await ctx.wire.releaseHold({ holdId });
       ensure(opened.length <= 1, `${opened.length} parallel holds of ${size} were opened with ${start.available} available`,
         'at most one: a hold MUST be refused when available does not cover it (§6.11)', replies.map(gotOf).join(' | '), ...replies);
-      if (opened.length === 0) throw new Inconclusive('no parallel hold was opened, so the race proved nothing');
+      ensure(opened.length === 1, `none of ${PARALLEL} parallel holds of ${size} was opened with ${start.available} available`,
+        'exactly one: available covers one of them (§6.11)', replies.map(gotOf).join(' | '), start.reply, ...replies);
     },
   },
   {

@@ -49,6 +49,17 @@ export function formatFailure(result: CheckResult): string {
   for (const exchange of f?.exchanges ?? []) {
     lines.push(indent(describeExchange(exchange), 4), `    reproduce: ${curlFor(exchange)}`);
   }
+  if (f?.steps !== undefined) {
+    lines.push(`  the shortest history that fails, ${f.requests_sent} requests in ${f.steps.length} steps; requests of one step were sent together:`);
+    let n = 0;
+    for (const [i, step] of f.steps.entries()) {
+      const mark = step.length > 1 ? `  # step ${i + 1}: ${step.length} requests sent together` : `  # step ${i + 1}`;
+      lines.push(`  ${mark}`);
+      for (const exchange of step) lines.push(`    ${(n += 1)}. ${curlFor(exchange)}${step.length > 1 ? ' &' : ''}`);
+      if (step.length > 1) lines.push('    wait');
+    }
+    return lines.join('\n');
+  }
   if (f && f.requests.length > 0) {
     const shown = f.requests.length < f.requests_sent ? `the first ${f.requests.length} of ${f.requests_sent}` : `${f.requests_sent}`;
     lines.push(`  every request of the check, in the order sent (${shown}); run them in this order to rebuild the case:`);
