@@ -1,8 +1,9 @@
 /**
  * Explore mode against bindings that break what no script reaches, and against a correct one:
  * the faithful fake passes with every fault on; a racy, a
- * double-applying, a drifting and a retry-refusing binding are each found, named by the property
- * they break, and shrunk to a history of at most 10 requests.
+ * double-applying, a drifting and a retry-refusing binding, and for every property a binding that
+ * breaks it, are each found, named by the property they break, and shrunk to a history of at most
+ * 10 requests.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -47,6 +48,10 @@ const broken: [Fault, readonly string[], Partial<ExploreOptions>][] = [
   ['double-apply', ['explore.once', 'explore.figures'], { faults: ['duplicates'] }],
   ['drift', ['explore.figures'], {}],
   ['retry-refused', ['explore.once'], { faults: ['lost-answers'], fault_percent: 30 }],
+  // Scripted faults explore must find too, one for each property the races above leave unnamed.
+  ['hold-overcommits', ['explore.no-overcommit'], {}],
+  ['draw-exceeds-cap', ['explore.within-cap'], {}],
+  ['unknown-settlement-404', ['explore.answers'], {}],
 ];
 
 for (const [fault, properties, options] of broken) {
