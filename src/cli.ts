@@ -236,6 +236,24 @@ verify
     await verifying(() => verifyReceiptFile(file, opts));
   });
 
+program
+  .command('rotate-signing-key')
+  .description('retire the key that signs mandates and receipts and make a new one (issue 23 §1); needs HOLON_FILE_SECRET; restart every gateway process after')
+  .option(...dbOption)
+  .action(async (opts: { db: string }) => {
+    const secret = process.env.HOLON_FILE_SECRET;
+    const check = async () => {
+      if (!secret || secret.length < 32) throw new Error('HOLON_FILE_SECRET (32 or more characters) must be set: the key is stored sealed under it');
+    };
+    await onStores('rotate-signing-key', opts.db, check, async (stores) => {
+      const { rotateKey, SIGNING_KEY_RETAIN_DAYS } = await import('./signing/keys.ts');
+      const gateway = stores.find((store) => store.owns('gateway_signing_keys'))!;
+      const days = envNumber(process.env, SIGNING_KEY_RETAIN_DAYS);
+      const { retired, active } = await rotateKey(gateway.knex, secret!, days);
+      return `signing key ${active} is active${retired ? `; ${retired} retired, listed for at least ${days} days` : ''}`;
+    });
+  });
+
 const clearing = program.command('clearing').description('the clearing seam');
 clearing
   .command('serve')
