@@ -1636,6 +1636,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidRequest"];
             429: components["responses"]["RateLimited"];
         };

@@ -1143,6 +1143,10 @@ export type ReadJwksErrors = {
      */
     401: ErrorBody;
     /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
      * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
      */
     422: ErrorBody;
