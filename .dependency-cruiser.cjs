@@ -29,6 +29,7 @@ const ROOMS = [
   ['generated'],
   ['src/contracts', 'src/config'],
   ['src/db', 'src/http', 'src/codegen'],
+  ['src/signing'],
   ['src/clearing'],
   ['src/runtimes'],
   ['src/gateway'],

@@ -19,6 +19,7 @@ import * as clearingWritePathCost from './014_clearing_write_path_cost.ts';
 import * as clearingBatchLocks from './015_clearing_batch_locks.ts';
 import * as approvalInputHash from './016_approval_input_hash.ts';
 import * as sharedProcessState from './019_shared_process_state.ts';
+import * as signingKeys from './021_signing_keys.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '015_clearing_batch_locks': clearingBatchLocks,
   '016_approval_input_hash': approvalInputHash,
   '019_shared_process_state': sharedProcessState,
+  '021_signing_keys': signingKeys,
 };
 
 /** knex's `migrationSource` over the table above. */

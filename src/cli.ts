@@ -204,6 +204,56 @@ program
     await onStores('restore', opts.db, () => checkBackupIn(opts.in), async (stores) => `restored ${await restore(stores, opts.in)} rows from ${opts.in}`);
   });
 
+/** Runs a `holon verify` check: its line on stdout, or the refusal on stderr and exit 1. */
+async function verifying(check: () => Promise<string>): Promise<void> {
+  const { VerifyRefused } = await import('./cli/verify.ts');
+  const { VerificationError } = await import('../clients/src/verify.ts');
+  try {
+    process.stdout.write(`${await check()}\n`);
+  } catch (error) {
+    if (!(error instanceof VerifyRefused || error instanceof VerificationError)) throw error;
+    process.stderr.write(`holon verify: ${error.message}\n`);
+    process.exit(EXIT.refused);
+  }
+}
+
+const verify = program.command('verify').description('check a mandate or a receipt tree a gateway signed, offline, with its JWKS (issue 23)');
+verify
+  .command('mandate <file>')
+  .description('a signed mandate: a compact JWS, or the saved answer of GET /v0/mandates/{issuer}/{name}')
+  .requiredOption('--jwks <url|file>', "the gateway's keys: its /.well-known/jwks.json URL, or a saved copy")
+  .option('--parent <file>', 'the parent mandate: also check the child is no wider (gateway §3)')
+  .action(async (file: string, opts: { jwks: string; parent?: string }) => {
+    const { verifyMandateFiles } = await import('./cli/verify.ts');
+    await verifying(() => verifyMandateFiles(file, opts));
+  });
+verify
+  .command('receipt <file>')
+  .description('a signed receipt tree: the saved answer of GET /v0/receipts/{id}')
+  .requiredOption('--jwks <url|file>', "the gateway's keys: its /.well-known/jwks.json URL, or a saved copy")
+  .action(async (file: string, opts: { jwks: string }) => {
+    const { verifyReceiptFile } = await import('./cli/verify.ts');
+    await verifying(() => verifyReceiptFile(file, opts));
+  });
+
+program
+  .command('rotate-signing-key')
+  .description('retire the key that signs mandates and receipts and make a new one (issue 23 §1); needs HOLON_FILE_SECRET; restart every gateway process after')
+  .option(...dbOption)
+  .action(async (opts: { db: string }) => {
+    const secret = process.env.HOLON_FILE_SECRET;
+    const check = async () => {
+      if (!secret || secret.length < 32) throw new Error('HOLON_FILE_SECRET (32 or more characters) must be set: the key is stored sealed under it');
+    };
+    await onStores('rotate-signing-key', opts.db, check, async (stores) => {
+      const { rotateKey, SIGNING_KEY_RETAIN_DAYS } = await import('./signing/keys.ts');
+      const gateway = stores.find((store) => store.owns('gateway_signing_keys'))!;
+      const days = envNumber(process.env, SIGNING_KEY_RETAIN_DAYS);
+      const { retired, active } = await rotateKey(gateway.knex, secret!, days);
+      return `signing key ${active} is active${retired ? `; ${retired} retired, listed for at least ${days} days` : ''}`;
+    });
+  });
+
 const clearing = program.command('clearing').description('the clearing seam');
 clearing
   .command('serve')

@@ -4,7 +4,7 @@ import type { components, operations } from './types.ts';
 import type { Answered, Or, UndeclaredFields } from '../answers.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file" | "read-catalog" | "read-features" | "try-demo";
+export type OperationId = "health" | "read-jwks" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file" | "read-catalog" | "read-features" | "try-demo";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -26,6 +26,15 @@ export const operationTable: readonly Operation[] = [
     "method": "get",
     "path": "/healthz",
     "koaPath": "/healthz",
+    "params": null,
+    "query": null,
+    "body": null
+  },
+  {
+    "operationId": "read-jwks",
+    "method": "get",
+    "path": "/.well-known/jwks.json",
+    "koaPath": "/.well-known/jwks.json",
     "params": null,
     "query": null,
     "body": null
@@ -2398,6 +2407,17 @@ export const schemaDocument = {
                 "items": {
                   "$ref": "#/components/schemas/ReceiptTree"
                 }
+              },
+              "jws": {
+                "$ref": "#/components/schemas/SignedDocument"
+              },
+              "sub_mandate_jws": {
+                "allOf": [
+                  {
+                    "$ref": "#/components/schemas/SignedDocument"
+                  }
+                ],
+                "description": "`GET /v0/receipts/{id}`, a receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`."
               }
             }
           }
@@ -2812,6 +2832,66 @@ export const schemaDocument = {
           },
           "budget": {
             "$ref": "#/components/schemas/Budget"
+          },
+          "jws": {
+            "$ref": "#/components/schemas/SignedDocument"
+          }
+        }
+      },
+      "SignedDocument": {
+        "type": "string",
+        "pattern": "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$",
+        "description": "`GET /v0/mandates/{issuer}/{name}` and `GET /v0/receipts/{id}`: the document signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`."
+      },
+      "Jwks": {
+        "type": "object",
+        "description": "A JSON Web Key Set (RFC 7517) of Ed25519 public keys.",
+        "required": [
+          "keys"
+        ],
+        "properties": {
+          "keys": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "kty",
+                "crv",
+                "x",
+                "kid",
+                "alg",
+                "use"
+              ],
+              "properties": {
+                "kty": {
+                  "type": "string",
+                  "const": "OKP"
+                },
+                "crv": {
+                  "type": "string",
+                  "const": "Ed25519"
+                },
+                "x": {
+                  "type": "string",
+                  "description": "The public key, base64url."
+                },
+                "kid": {
+                  "type": "string"
+                },
+                "alg": {
+                  "type": "string",
+                  "const": "EdDSA"
+                },
+                "use": {
+                  "type": "string",
+                  "const": "sig"
+                },
+                "exp": {
+                  "type": "integer",
+                  "description": "A retired key: when it leaves the set (seconds since the epoch). Documents it signed verify until then; fetched again, they are signed by the active key."
+                }
+              }
+            }
           }
         }
       },

@@ -20,6 +20,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The gateway's public signing keys (issue 23 §1)
+         * @description The Ed25519 public keys that verify the mandates (`GET /v0/mandates/{issuer}/{name}`, `jws`) and receipts (`GET /v0/receipts/{id}`, `jws` on each receipt) this gateway signs, as a JSON Web Key Set. The active key, then retired keys still listed: a retired key carries `exp` (seconds since the epoch), when it leaves the set. No key needed.
+         */
+        get: operations["read-jwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v0/agents": {
         parameters: {
             query?: never;
@@ -1052,6 +1072,9 @@ export interface components {
         /** @description A receipt with its children expanded, in call order. */
         ReceiptTree: components["schemas"]["Receipt"] & {
             calls: components["schemas"]["ReceiptTree"][];
+            jws?: components["schemas"]["SignedDocument"];
+            /** @description `GET /v0/receipts/{id}`, a receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`. */
+            sub_mandate_jws?: components["schemas"]["SignedDocument"];
         };
         /** @description A successful call. */
         CallSucceeded: {
@@ -1174,6 +1197,27 @@ export interface components {
         MandateRecord: {
             mandate: components["schemas"]["Mandate"];
             budget: components["schemas"]["Budget"];
+            jws?: components["schemas"]["SignedDocument"];
+        };
+        /** @description `GET /v0/mandates/{issuer}/{name}` and `GET /v0/receipts/{id}`: the document signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`. */
+        SignedDocument: string;
+        /** @description A JSON Web Key Set (RFC 7517) of Ed25519 public keys. */
+        Jwks: {
+            keys: {
+                /** @constant */
+                kty: "OKP";
+                /** @constant */
+                crv: "Ed25519";
+                /** @description The public key, base64url. */
+                x: string;
+                kid: string;
+                /** @constant */
+                alg: "EdDSA";
+                /** @constant */
+                use: "sig";
+                /** @description A retired key: when it leaves the set (seconds since the epoch). Documents it signed verify until then; fetched again, they are signed by the active key. */
+                exp?: number;
+            }[];
         };
         /** @description One account's figures from the clearing binding. */
         AccountBalance: {
@@ -1569,6 +1613,30 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    "read-jwks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Jwks"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidRequest"];
             429: components["responses"]["RateLimited"];
         };

@@ -21,6 +21,8 @@ import { budgetOf, budgetView, loadMandate } from './mandates.ts';
 import type { Outbox } from './outbox.ts';
 import type { Registry } from './registry.ts';
 import { listReceiptTrees, readReceipt, RECEIPT_PAGE, treeOf } from './receipts.ts';
+import { signMandate, signReceiptTree } from './signatures.ts';
+import type { Signer } from '../signing/signer.ts';
 
 /** What the gateway's handlers read and write through. */
 export interface GatewayHandlerDeps {
@@ -33,6 +35,8 @@ export interface GatewayHandlerDeps {
   accounts: () => Promise<ListedAccount[]>;
   /** The gateway's currency (ISO 4217); every amount it answers is in its micro-units. */
   currency: string;
+  /** Signs the mandates and receipts it answers, and lists the keys at `/.well-known/jwks.json` (issue 23). */
+  signer: Signer;
 }
 
 /** What `POST /v0/approvals/{id}` answers the approver: the approved call's answer, or the rejected approval. */
@@ -46,6 +50,8 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
   const { db, gateway, registry, clearing, currency } = options;
   const handlers = {
     health: async () => ({ ok: true }),
+
+    'read-jwks': async () => options.signer.jwks(),
 
     'search-agents': async ({ query }: OperationRequest<'search-agents'>) => {
       const mandate = query.mandate ? await loadMandate(db, query.mandate) : null;
@@ -118,14 +124,14 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
     'read-receipt': async ({ params }: OperationRequest<'read-receipt'>) => {
       const receipt = await readReceipt(db, params.id);
       if (!receipt) throw new HttpError(404, 'no_such_receipt', `there is no receipt ${params.id}`);
-      return treeOf(db, receipt);
+      return signReceiptTree(db, options.signer, await treeOf(db, receipt));
     },
 
     'read-mandate': async ({ params }: OperationRequest<'read-mandate'>) => {
       const stored = await loadMandate(db, `${params.issuer}/${params.name}`);
       if (!stored) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${params.issuer}/${params.name}`);
       const figures = await budgetOf(db, stored.id, stored.mandate.budget.total_micros);
-      return { mandate: mandateDocument(stored.document), budget: budgetView(stored.mandate.budget.currency, figures) };
+      return { mandate: mandateDocument(stored.document), budget: budgetView(stored.mandate.budget.currency, figures), jws: await signMandate(options.signer, stored.document) };
     },
 
     'list-accounts': async ({ query }: OperationRequest<'list-accounts'>) => ({

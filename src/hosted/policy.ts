@@ -12,6 +12,8 @@ const anyone = ['none', 'human', 'agent', 'admin'] as const;
 /** The principal kinds each operation is open to (gateway §7 "Principals", "Extra endpoints"). */
 export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly PrincipalKind[]>> = {
   health: anyone,
+  // The keys that verify what the gateway signs: public (issue 23 §1).
+  'read-jwks': anyone,
   'search-agents': anyone,
   'read-agent': anyone,
   // Calling: under the caller's own mandates; never the operator (§7 "Limits").

@@ -34,6 +34,7 @@ import { isLoopback } from '../http/access.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { createRuntimes } from '../runtimes/index.ts';
+import { openSigner } from '../signing/signer.ts';
 
 /** A credit given once at start-up (the dev account's demo credit), through the binding's credit door when it offers one. */
 export interface StartCredit {
@@ -61,6 +62,12 @@ export interface GatewayPlugin {
   published?: PublishedAccess;
   /** How `/mcp` binds a session (the hosted gateway: to the agent key); the first part that names it is used. Absent: `HOLON_MCP_MANDATE`. */
   mcp_session?: McpOptions['session'];
+  /**
+   * How the gateway signs mandates and receipts (issue 23): `HOLON_FILE_SECRET` seals the stored
+   * key (null: a key of this process only) and `issuer` is the public URL (null: the URL it
+   * listens at). The first part that names it is used; absent: a process key, that URL.
+   */
+  signing?: { file_secret: string | null; issuer: string | null };
   /** Called once the gateway is ready and before it listens; what it answers extends the app (before the MCP server). */
   extend?: (parts: GatewayParts) => Promise<GatewayAppExtension>;
   /** Called once the gateway listens (e.g. the hosted file sweep); the stop it answers runs first when the gateway closes. */
@@ -265,6 +272,8 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   });
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject).listen(options.port, options.host ?? '127.0.0.1'));
   const { port, address } = server.address() as AddressInfo;
+  const signing = plugins.find((plugin) => plugin.signing)?.signing;
+  const signer = await openSigner(db, { file_secret: signing?.file_secret ?? null, issuer: signing?.issuer ?? localUrl(address, port) });
   // The gateway's own MCP server (gateway §7 "Connecting Claude Code"), after every part's middleware (the hosted principal).
   const mcp = mcpMiddleware({
     db,
@@ -281,6 +290,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     clearing,
     outbox,
     currency: 'EUR',
+    signer,
     access: { hosts: [...listenHosts(address, port), ...(options.allowed_hosts ?? allowedHostsFromEnv())], loopback_peers_only: isLoopback(address) },
     logger,
     accounts: async () => {

@@ -89,6 +89,7 @@ export function hostedPlugin(
   return {
     published: endpoints,
     mcp_session: agentKeySession,
+    signing: { file_secret: settings.file_secret, issuer: settings.public_url },
     extend: (parts) => hostedExtension(parts, settings, endpoints, (error) => closing || stop(error), { clock: files.clock, origin }, publishing),
     listening: async (running) => {
       origin.url ??= running.url;

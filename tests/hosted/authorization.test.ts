@@ -81,6 +81,7 @@ async function publishedByA(): Promise<string> {
 
 const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> = {
   health: { cell: async () => ({ path: '/healthz' }), expected: same(200) },
+  'read-jwks': { cell: async () => ({ path: '/.well-known/jwks.json' }), expected: same(200) },
   'search-agents': {
     cell: async () => ({ path: `/v0/agents?mandate=${careful}` }),
     expected: { none: 404, humanA: 200, agentA: 200, humanB: 404, agentB: 404, admin: 404 },

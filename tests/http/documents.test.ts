@@ -160,7 +160,7 @@ async function gateClasses(target: Target, op: GatewayOperation, key: string | n
 }
 
 /** The dev gateway's own operations; the others are the hosted gateway's (404 `not_offered` on the dev gateway). */
-const DEV_OPERATIONS = new Set(['health', 'search-agents', 'read-agent', 'call', 'list-approvals', 'read-approval', 'decide-approval', 'list-receipts', 'read-receipt', 'read-mandate', 'list-accounts', 'list-settlements']);
+const DEV_OPERATIONS = new Set(['health', 'read-jwks', 'search-agents', 'read-agent', 'call', 'list-approvals', 'read-approval', 'decide-approval', 'list-receipts', 'read-receipt', 'read-mandate', 'list-accounts', 'list-settlements']);
 
 let binding: { db: Database; server: Server; narrow: Server; target: Target; narrowTarget: Target };
 let gateway: TestGateway;
@@ -242,6 +242,7 @@ describe('the dev gateway answers only what gateway.yaml declares', () => {
     const careful = await gateway.mandate({ approval: { above: '0.05' } });
     const denying = await gateway.mandate({ deny: { agents: ['gt/run'] } });
     await send(dev, 'get', '/healthz');
+    await send(dev, 'get', '/.well-known/jwks.json');
     await send(dev, 'get', '/v0/agents?q=table');
     await send(dev, 'get', `/v0/agents?mandate=${encodeURIComponent(mandate.id)}`);
     await send(dev, 'get', '/v0/agents?mandate=nobody%2Fnone');
@@ -308,6 +309,7 @@ describe('the hosted gateway answers only what gateway.yaml declares', () => {
     const agent = account.agent;
     await send(host, 'get', '/healthz');
     await send(host, 'get', '/v0/features');
+    await send(host, 'get', '/.well-known/jwks.json');
     await send(host, 'get', '/v0/catalog');
     await send(host, 'get', '/v0/me', { key: human });
     await send(host, 'get', '/v0/me', { key: agent });

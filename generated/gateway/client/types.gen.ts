@@ -478,6 +478,11 @@ export type Receipt = {
  */
 export type ReceiptTree = Receipt & {
     calls: Array<ReceiptTree>;
+    jws?: SignedDocument;
+    /**
+     * `GET /v0/receipts/{id}`, a receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`.
+     */
+    sub_mandate_jws?: SignedDocument;
 };
 
 /**
@@ -663,6 +668,33 @@ export type Budget = {
 export type MandateRecord = {
     mandate: Mandate;
     budget: Budget;
+    jws?: SignedDocument;
+};
+
+/**
+ * `GET /v0/mandates/{issuer}/{name}` and `GET /v0/receipts/{id}`: the document signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`.
+ */
+export type SignedDocument = string;
+
+/**
+ * A JSON Web Key Set (RFC 7517) of Ed25519 public keys.
+ */
+export type Jwks = {
+    keys: Array<{
+        kty: 'OKP';
+        crv: 'Ed25519';
+        /**
+         * The public key, base64url.
+         */
+        x: string;
+        kid: string;
+        alg: 'EdDSA';
+        use: 'sig';
+        /**
+         * A retired key: when it leaves the set (seconds since the epoch). Documents it signed verify until then; fetched again, they are signed by the active key.
+         */
+        exp?: number;
+    }>;
 };
 
 /**
@@ -1097,6 +1129,43 @@ export type HealthResponses = {
 };
 
 export type HealthResponse = HealthResponses[keyof HealthResponses];
+
+export type ReadJwksData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/.well-known/jwks.json';
+};
+
+export type ReadJwksErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * `invalid_request`: the request target is not NUL-free UTF-8 (a `%00`, a malformed escape), a path or query parameter is off its schema (the sentence names it and the bound), or the body is not a JSON object within its schema and bounds; nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+};
+
+export type ReadJwksError = ReadJwksErrors[keyof ReadJwksErrors];
+
+export type ReadJwksResponses = {
+    /**
+     * The key set.
+     */
+    200: Jwks;
+};
+
+export type ReadJwksResponse = ReadJwksResponses[keyof ReadJwksResponses];
 
 export type SearchAgentsData = {
     body?: never;

@@ -1,0 +1,73 @@
+/**
+ * The gateway's signer (issue 23 §1, §2; §3 signs checkpoints with it): a compact JWS (EdDSA,
+ * Ed25519) over the RFC 8785 canonical JSON of a document's claims, with `iss` (the gateway's
+ * public URL), `iat` (seconds) and the header's `kid` and `typ`. Its public keys are the JWKS of
+ * `/.well-known/jwks.json`. Ed25519 signatures are deterministic: the same claims signed by the
+ * same key in the same second give the same JWS.
+ *
+ *     const signer = await openSigner(db, { file_secret, issuer: 'https://holon.example' });
+ *     const jws = await signer.sign({ sub: 'checkpoint', size, head }, 'holon-checkpoint+jwt');
+ *     const { keys } = await signer.jwks();
+ */
+import canonicalize from 'canonicalize';
+import type { Knex } from 'knex';
+import { CompactSign } from 'jose';
+import { activeKey, listedKeys, processKey, type PublicJwk, type SigningKey } from './keys.ts';
+
+/** What {@link openSigner} needs: the database holding the keys and `HOLON_FILE_SECRET` (null: a key of this process only), and the issuer. */
+export interface SignerOptions {
+  /** `HOLON_FILE_SECRET`, or null (development: a key made for this process, gone at a restart). */
+  file_secret: string | null;
+  /** The gateway's public URL, the `iss` of everything it signs. */
+  issuer: string;
+}
+
+/** A JWKS as `/.well-known/jwks.json` serves it. */
+export interface Jwks {
+  keys: PublicJwk[];
+}
+
+/** Signs documents with the gateway's active key and lists its public keys. */
+export class Signer {
+  readonly issuer: string;
+  readonly #key: SigningKey;
+  readonly #listed: () => Promise<PublicJwk[]>;
+
+  constructor(issuer: string, key: SigningKey, listed: () => Promise<PublicJwk[]>) {
+    this.issuer = issuer;
+    this.#key = key;
+    this.#listed = listed;
+  }
+
+  /** The key this signer signs with: its `kid` and its (non-exportable) private key, for a caller that builds its own JWS. */
+  signingKey(): SigningKey {
+    return this.#key;
+  }
+
+  /**
+   * Signs `claims` (a JSON object; `sub`, `exp` and the document as the caller names them) as a
+   * compact JWS of type `typ`: the payload is the canonical JSON of the claims with `iss` and
+   * `iat` (now, seconds, unless the claims give it) added.
+   */
+  async sign(claims: Record<string, unknown>, typ: string): Promise<string> {
+    const payload = canonicalize({ iat: Math.floor(Date.now() / 1000), ...claims, iss: this.issuer });
+    return new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'EdDSA', kid: this.#key.kid, typ }).sign(this.#key.private_key);
+  }
+
+  /** The public keys to verify with: the active one and the retired ones still listed. */
+  async jwks(): Promise<Jwks> {
+    return { keys: await this.#listed() };
+  }
+}
+
+/**
+ * The signer of a gateway on `db`: with a file secret, the stored active key (made at the first
+ * start), shared by every process on that database; without, a key of this process only.
+ */
+export async function openSigner(db: Knex, options: SignerOptions): Promise<Signer> {
+  if (options.file_secret === null) {
+    const { key, public_jwk } = await processKey();
+    return new Signer(options.issuer, key, async () => [public_jwk]);
+  }
+  return new Signer(options.issuer, await activeKey(db, options.file_secret), () => listedKeys(db));
+}
