@@ -124,8 +124,8 @@ test('a forged or mismatched requestState is refused with -32602 and decides not
   const without = await modern(careful.url, 'tools/call', { ...call, inputResponses: approve, requestState: asked.requestState }, { id: 10 });
   assert.equal(without.status, 400, 'a request that declares no elicitation may not answer a form');
   const { approval } = JSON.parse(Buffer.from(asked.requestState, 'base64url').toString()) as { approval: string };
-  const read = (await (await fetch(`${careful.url}/v0/approvals/${approval}`)).json()) as { status: string };
-  assert.equal(read.status, 'pending', 'no refused retry decided the approval');
+  const read = (await (await fetch(`${careful.url}/v0/approvals/${approval}`)).json()) as { approval: { status: string } };
+  assert.equal(read.approval.status, 'pending', 'no refused retry decided the approval');
 });
 
 test('every refusal names the rule and carries the request id', async () => {
