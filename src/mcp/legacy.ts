@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ElicitResultSchema, isJSONRPCRequest, type ClientCapabilities, type ElicitResult, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitResultSchema, isJSONRPCRequest, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type ClientCapabilities, type ElicitResult, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { applyAnswer, buildServer, type McpSessionBinding, type ToolDeps, type ToolScope } from './tools.ts';
 import { claimAnswers, closeSession, depositAnswer, MAX_SESSIONS, MAX_WAITING_ANSWERS, openSession, touchSession } from './sessions.ts';
 import { refuse, requestIdOf } from './rpc.ts';
@@ -38,6 +38,8 @@ export interface LegacyDeps extends ToolDeps {
 export async function serveLegacy(ctx: Koa.Context, deps: LegacyDeps, binding: McpSessionBinding, body: unknown): Promise<void> {
   const sessionId = ctx.get('mcp-session-id');
   const id = requestIdOf(body);
+  const refusal = ctx.method === 'POST' ? checkPost(ctx, body, sessionId !== '') : undefined;
+  if (refusal) return refuse(ctx, refusal.status, refusal.code, refusal.message, id);
   if (!sessionId) return initialize(ctx, deps, binding, body);
   const session = await touchSession(deps.db, sessionId, binding.owner);
   if (!session) return refuse(ctx, 404, -32001, `no MCP session ${sessionId}: initialize again`, id);
@@ -54,6 +56,22 @@ export async function serveLegacy(ctx: Koa.Context, deps: LegacyDeps, binding: M
   const messages = (Array.isArray(body) ? body : [body]) as JSONRPCMessage[];
   if (!messages.some(isJSONRPCRequest)) return keepAnswers(ctx, deps, sessionId, messages);
   await serveStatelessly(ctx, deps, binding, session.client_capabilities, sessionId, body);
+}
+
+/**
+ * The refusals the SDK transport would answer with `"id": null`, made here first so that they
+ * carry the request's id: the Accept and Content-Type headers of 2025-11-25 Streamable HTTP, a
+ * body that is not JSON-RPC, and (after `initialize`) a protocol version the SDK does not speak.
+ */
+function checkPost(ctx: Koa.Context, body: unknown, inSession: boolean): { status: number; code: number; message: string } | undefined {
+  const accept = ctx.get('accept');
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return { status: 406, code: -32000, message: 'Not Acceptable: accept both application/json and text/event-stream' };
+  if (!ctx.is('application/json')) return { status: 415, code: -32000, message: 'Unsupported Media Type: Content-Type must be application/json' };
+  const messages = Array.isArray(body) ? body : [body];
+  if (messages.length === 0 || !messages.every((message) => JSONRPCMessageSchema.safeParse(message).success)) return { status: 400, code: -32600, message: 'Invalid Request: the body is not a JSON-RPC message' };
+  const version = ctx.get('mcp-protocol-version');
+  if (inSession && version !== '' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return { status: 400, code: -32000, message: `Bad Request: unsupported protocol version ${version.slice(0, 40)} (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})` };
+  return undefined;
 }
 
 /** Opens a session: the SDK answers `initialize` under a session id we mint and store first (refused beyond {@link MAX_SESSIONS}). */

@@ -41,10 +41,10 @@ export interface McpOptions {
 }
 
 /**
- * Koa middleware serving `/mcp` (any method); other paths pass through. Holds nothing between
- * requests: `close()` has nothing to end and is kept for the composition root.
+ * Koa middleware serving `/mcp` (any method); other paths pass through. It holds nothing
+ * between requests (sessions and answers are rows), so there is nothing to close.
  */
-export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): Promise<void> } {
+export function mcpMiddleware(options: McpOptions): Koa.Middleware {
   const middleware = async (ctx: Koa.Context, next: Koa.Next) => {
     if (ctx.path !== '/mcp') return next();
     const binding = options.session?.(ctx) ?? { mandate: options.mandate, elicit: true, owner: '' };
@@ -64,5 +64,5 @@ export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): 
     }
     return serveLegacy(ctx, options, binding, body);
   };
-  return Object.assign(middleware, { close: async () => {} });
+  return middleware;
 }

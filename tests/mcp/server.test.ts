@@ -419,6 +419,13 @@ describe('under dev/careful: a held call', () => {
     });
     assert.equal(response.status, 404);
     assert.deepEqual(await response.json(), { jsonrpc: '2.0', id: 42, error: { code: -32001, message: 'no MCP session no-such-session: initialize again' } });
+    const notAcceptable = await fetch(`${careful.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'init-1', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+    });
+    assert.equal(notAcceptable.status, 406);
+    assert.equal(((await notAcceptable.json()) as { id: unknown }).id, 'init-1');
     const unparsable = await fetch(`${careful.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":43,' });
     assert.equal(unparsable.status, 400);
     assert.deepEqual(await unparsable.json(), { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON' } }, 'null only where the id could not be read');
