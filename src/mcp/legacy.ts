@@ -42,7 +42,7 @@ export async function serveLegacy(ctx: Koa.Context, deps: LegacyDeps, binding: M
   if (refusal) return refuse(ctx, refusal.status, refusal.code, refusal.message, id);
   if (!sessionId) return initialize(ctx, deps, binding, body);
   const session = await touchSession(deps.db, sessionId, binding.owner);
-  if (!session) return refuse(ctx, 404, -32001, `no MCP session ${sessionId}: initialize again`, id);
+  if (!session) return refuse(ctx, 404, -32001, `no MCP session ${sessionId.slice(0, 80)}: initialize again`, id);
   if (ctx.method === 'GET') {
     ctx.set('allow', 'POST, DELETE');
     return refuse(ctx, 405, -32000, 'this server sends every message on the response stream of the request it belongs to: no GET stream', id);

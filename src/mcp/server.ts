@@ -19,10 +19,6 @@ import { isModern, serveModern } from './modern.ts';
 import { readBody, refuse } from './rpc.ts';
 import type { McpSessionBinding } from './tools.ts';
 
-export type { McpSessionBinding } from './tools.ts';
-export { escapeAngles } from './tools.ts';
-export { MAX_SESSIONS, SESSION_IDLE_MS } from './sessions.ts';
-
 /** What the MCP server needs. */
 export interface McpOptions {
   db: Knex;
