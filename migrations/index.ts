@@ -18,6 +18,7 @@ import * as mandateBudgetFigures from './013_mandate_budget_figures.ts';
 import * as clearingWritePathCost from './014_clearing_write_path_cost.ts';
 import * as clearingBatchLocks from './015_clearing_batch_locks.ts';
 import * as approvalInputHash from './016_approval_input_hash.ts';
+import * as mcpSessions from './018_mcp_sessions.ts';
 import * as sharedProcessState from './019_shared_process_state.ts';
 import * as signingKeys from './021_signing_keys.ts';
 
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '014_clearing_write_path_cost': clearingWritePathCost,
   '015_clearing_batch_locks': clearingBatchLocks,
   '016_approval_input_hash': approvalInputHash,
+  '018_mcp_sessions': mcpSessions,
   '019_shared_process_state': sharedProcessState,
   '021_signing_keys': signingKeys,
 };

@@ -299,7 +299,6 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     },
     extensions: [...extensions, { middleware: [mcp], rpc_paths: ['/mcp'] }],
   });
-  closers.push(mcp.close);
   server.on('request', app.callback());
   const running: RunningGateway = {
     url: localUrl(address, port),

@@ -386,6 +386,51 @@ describe('under dev/careful: a held call', () => {
     assert.deepEqual(moved(before, await balances(careful)), { dev: -20_000, acme: 18_000, holon: 2_000 });
   });
 
+  test('a client that opens no GET stream gets the form on its tools/call\'s own response stream, answers it, and the call completes', async () => {
+    // The client's HTTP, recorded: a GET is never sent (answered 405 here, as a client that opens no stream sees it).
+    const sent: string[] = [];
+    const fetchNoGet = async (url: string | URL, init?: RequestInit): Promise<Response> => {
+      if ((init?.method ?? 'GET') === 'GET') return new Response(null, { status: 405 });
+      const body = JSON.parse(String(init!.body));
+      sent.push(body.method ?? (body.result ? `answer:${body.result.action}` : 'other'));
+      return fetch(url, init);
+    };
+    const asked: ElicitRequest['params'][] = [];
+    const client = new Client({ name: 'no-get-stream', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async (request): Promise<ElicitResult> => {
+      asked.push(request.params);
+      return { action: 'accept', content: { approve: true } };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${careful.url}/mcp`), { fetch: fetchNoGet }));
+    clients.push(client);
+    const { content, isError } = await callTool(client, 'call_agent', { agent: 'acme/estimate', input: TASKS });
+    assert.equal(asked.length, 1);
+    assert.equal(isError, false);
+    assert.equal(content.status, 'succeeded');
+    assert.deepEqual(content.output, { hours: 3 });
+    assert.deepEqual(sent, ['initialize', 'notifications/initialized', 'tools/call', 'answer:accept']);
+  });
+
+  test('an error answer carries the request id: an unknown session is 404 with the id sent', async () => {
+    const response = await fetch(`${careful.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': 'no-such-session', 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 42, method: 'tools/list', params: {} }),
+    });
+    assert.equal(response.status, 404);
+    assert.deepEqual(await response.json(), { jsonrpc: '2.0', id: 42, error: { code: -32001, message: 'no MCP session no-such-session: initialize again' } });
+    const notAcceptable = await fetch(`${careful.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'init-1', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+    });
+    assert.equal(notAcceptable.status, 406);
+    assert.equal(((await notAcceptable.json()) as { id: unknown }).id, 'init-1');
+    const unparsable = await fetch(`${careful.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":43,' });
+    assert.equal(unparsable.status, 400);
+    assert.deepEqual(await unparsable.json(), { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON' } }, 'null only where the id could not be read');
+  });
+
   test('a client whose elicitation fails leaves the call pending_approval', async () => {
     const { client, asked } = await connect(careful, 'fail');
     const { content, isError } = await callTool(client, 'call_agent', { agent: 'acme/estimate', input: TASKS });
