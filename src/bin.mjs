@@ -7,5 +7,5 @@ import { compiledCli } from './cli/compiled.mjs';
 
 const compiled = compiledCli();
 if (!compiled) (await import('tsx/esm/api')).register();
-const { program } = await import(compiled ?? './cli.ts');
+const { program } = compiled ? await import(compiled) : await import('./cli.ts');
 await program.parseAsync(process.argv);
