@@ -9,7 +9,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { Command } from 'commander';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
 import { addClientCommands, EXIT } from './cli/client-commands.ts';
 import { envNumber } from './config/env.ts';
@@ -52,8 +52,12 @@ async function starting<T>(what: string, port: number | null, start: () => Promi
   }
 }
 
-/** The servers' logger: JSON lines on stdout at `HOLON_LOG_LEVEL` (default `info`); an unknown level exits 2 naming the levels. */
-function serverLogger(): Logger {
+/**
+ * The servers' logger: JSON lines on stdout at `HOLON_LOG_LEVEL` (default `info`); an unknown level exits 2 naming the levels.
+ * pino is imported here, so the client commands start without it.
+ */
+async function serverLogger(): Promise<Logger> {
+  const { default: pino } = await import('pino');
   const level = process.env.HOLON_LOG_LEVEL ?? 'info';
   const levels = Object.keys(pino.levels.values).concat('silent');
   if (!levels.includes(level)) {
@@ -137,7 +141,7 @@ program
     const clearing_url = opts.clearingUrl === undefined ? undefined : urlOf(opts.clearingUrl, '--clearing-url');
     const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
     const running = await starting('the gateway', port, async () => {
-      const logger = serverLogger();
+      const logger = await serverLogger();
       const { agentsPortFromEnv } = await import('./agents-host/port.ts');
       // An agents port someone asked for is checked like --port; with none, the gateway takes 4300 when free, else a free one.
       const agents_host_port = option_port ?? agentsPortFromEnv() ?? undefined;
@@ -265,7 +269,7 @@ clearing
     const port = portOf(opts.port);
     const running = await starting('the clearing binding', port, async () => {
       const [{ targetFromEnv }, { startClearingServer }] = await Promise.all([import('./db/index.ts'), import('./clearing/server.ts')]);
-      return startClearingServer({ target: targetFromEnv(opts.db), port, logger: serverLogger() });
+      return startClearingServer({ target: targetFromEnv(opts.db), port, logger: await serverLogger() });
     });
     process.stdout.write(`holon clearing binding listening on ${running.url}\n`);
     closeOnSignal(running.close);

@@ -9,7 +9,6 @@ import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
 import { createHolonClient, HolonError, HolonUnreachable, type HolonClient } from '../../clients/src/index.ts';
 import { httpUrl } from './preflight.ts';
-import { parseYamlDocument } from '../contracts/yaml-document.ts';
 import type { Manifest } from '../../clients/src/index.ts';
 
 /** Exit codes of the client commands (docs/callers.md, "Exit codes of the client commands"). */
@@ -170,6 +169,8 @@ async function readManifestFile(file: string): Promise<Manifest> {
   } catch (error) {
     throw new Exit(EXIT.usage, `${file}: ${(error as Error).message}`);
   }
+  // Imported here, not at the top: the YAML parser is only `publish`'s, and every other command starts without it.
+  const { parseYamlDocument } = await import('../contracts/yaml-document.ts');
   try {
     return parseYamlDocument(text, 'invalid_manifest', file) as Manifest;
   } catch (error) {

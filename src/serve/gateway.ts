@@ -205,6 +205,15 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   const targetOf = (dir: string): DatabaseTarget => (options.database_url ? { url: options.database_url } : targetFromEnv(dir));
   const lease_s = options.lease_s ?? leaseFromEnv();
   const server_timing = options.server_timing ?? serverTimingFromEnv();
+  // The agents host first, without waiting for it: it is another process, so it starts while this
+  // one opens the databases (most of a start); the shipped agents are listed at its URL once it answers.
+  const exclude = leftOut(options.exclude ?? excludedAgents());
+  const hostStarting = hostPort !== null && agentDirs.includes('agents') ? startAgentsHost(path.join('agents', 'host.mjs'), hostPort, exclude, (line) => logger.info(`agents | ${line}`)) : null;
+  if (hostStarting) {
+    // Its failure is thrown where it is awaited, below; until then it must not count as unhandled.
+    hostStarting.catch(() => {});
+    closers.push(async () => (await hostStarting.catch(() => null))?.close());
+  }
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
     binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger });
@@ -218,10 +227,8 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   closers.push(database.close);
   const db = database.knex;
 
-  // The host first: the shipped MCP agents are listed at its URL, whatever port it got; it serves what is listed.
-  const exclude = leftOut(options.exclude ?? excludedAgents());
-  const host = hostPort !== null && agentDirs.includes('agents') ? await startAgentsHost(path.join('agents', 'host.mjs'), hostPort, exclude, (line) => logger.info(`agents | ${line}`)) : null;
-  if (host) closers.push(host.close);
+  // The shipped MCP agents are listed at the host's URL, whatever port it got; it serves what is listed.
+  const host = await hostStarting;
   await Registry.loadShipped(db, agentDirs, exclude, host ? new Map([['agents', host.url]]) : new Map());
   const registry = await Registry.fromDatabase(db);
   for (const plugin of plugins) await plugin.prepare?.(database);
