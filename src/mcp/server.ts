@@ -192,9 +192,9 @@ export const SESSION_IDLE_MS = 30 * 60_000;
 /**
  * Koa middleware serving `/mcp` (any method), one stateful transport per session, bounded by
  * {@link MAX_SESSIONS} and {@link SESSION_IDLE_MS}; other paths pass through. `close()` ends
- * every session and the idle sweep.
+ * every session and the idle sweep; `sessions_open()` counts the sessions open (`holon_mcp_sessions_open`).
  */
-export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): Promise<void> } {
+export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): Promise<void>; sessions_open(): number } {
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; seen_ms: number; owner: string }>();
   const sweep = setInterval(() => {
     const now = Date.now();
@@ -231,6 +231,7 @@ export function mcpMiddleware(options: McpOptions): Koa.Middleware & { close(): 
     await transport.handleRequest(ctx.req, ctx.res);
   };
   return Object.assign(middleware, {
+    sessions_open: () => sessions.size,
     async close() {
       clearInterval(sweep);
       await Promise.all([...sessions.values()].map((session) => session.transport.close()));
