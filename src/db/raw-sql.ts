@@ -112,6 +112,7 @@ export function traceTransactions(db: Knex): void {
   if (!tracingOn()) return;
   const transaction = db.transaction.bind(db) as (...args: unknown[]) => unknown;
   const attributes = { [ATTR_DB_SYSTEM_NAME]: 'postgresql', [ATTR_DB_QUERY_SUMMARY]: 'transaction' };
-  db.transaction = ((...args: unknown[]) =>
-    typeof args[0] === 'function' ? inSpan('transaction', { kind: SpanKind.CLIENT, attributes }, () => transaction(...args)) : transaction(...args)) as Knex['transaction'];
+  const traced = (...args: unknown[]) => (typeof args[0] === 'function' ? inSpan('transaction', { kind: SpanKind.CLIENT, attributes }, () => transaction(...args)) : transaction(...args));
+  // Knex defines `transaction` read-only on the instance, but configurable.
+  Object.defineProperty(db, 'transaction', { value: traced, configurable: true });
 }

@@ -114,6 +114,8 @@ export interface TestGatewayOptions {
   outbox?: Partial<OutboxSettings>;
   /** Answer calls with `Server-Timing` (default: off, whatever the environment says). */
   server_timing?: boolean;
+  /** Directories of agents listed besides the fixtures and examples (e.g. agents written by the test). */
+  extra_agent_dirs?: readonly string[];
 }
 
 /** Where test data lives: memory-backed `/dev/shm` when there is one (copies and fsyncs cost nothing), else the temp directory. */
@@ -209,7 +211,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     running = await startDevGateway({
       port: 0,
       ...store,
-      agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS],
+      agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS, ...(options.extra_agent_dirs ?? [])],
       mandate_dir,
       exclude: [],
       ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
