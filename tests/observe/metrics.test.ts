@@ -4,6 +4,7 @@
  * its micro-units, a refusal adds one to its code), gauges read on scrape, and who may read it.
  */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import Koa from 'koa';
 import supertest from 'supertest';
@@ -112,6 +113,14 @@ describe('§1 the process metrics', () => {
     for (const name of ['holon_http_requests_total', 'holon_http_request_duration_seconds_count', 'holon_calls_total', 'holon_billed_micros_total', 'holon_reservations_open', 'holon_reservations_open_micros', 'holon_holds_open', 'holon_holds_open_micros', 'holon_outbox_depth', 'holon_settlement_lag_seconds_count', 'holon_clearing_request_duration_seconds_count', 'holon_clearing_refusals_total']) {
       assert.ok(scraped.has(name), `the scrape has ${name}`);
     }
+  });
+
+  test('the Grafana dashboard of deploy/ reads only metrics the gateway exposes', async () => {
+    const scraped = await scrape(gw.http);
+    const dashboard = await readFile(new URL('../../deploy/grafana-dashboard.json', import.meta.url), 'utf8');
+    const named = new Set(dashboard.match(/holon_[a-z0-9_]+/g));
+    assert.ok(named.size >= 15);
+    for (const name of named) assert.ok(scraped.has(name) || scraped.has(name.replace(/_bucket$/, '_count')), `the dashboard's ${name} is exposed`);
   });
 
   test(`agents beyond ${AGENT_LABEL_CAP} are folded into "other"`, async () => {
