@@ -28,7 +28,7 @@
 const ROOMS = [
   ['generated'],
   ['src/contracts', 'src/config'],
-  ['src/db', 'src/http', 'src/codegen'],
+  ['src/db', 'src/http', 'src/codegen', 'src/observe'],
   ['src/signing'],
   ['src/clearing'],
   ['src/runtimes'],

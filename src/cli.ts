@@ -12,6 +12,7 @@ import { Command } from 'commander';
 import type { Logger } from 'pino';
 import packageJson from '../package.json' with { type: 'json' };
 import { addClientCommands, EXIT } from './cli/client-commands.ts';
+import { requestLogger } from './observe/log-context.ts';
 import { envNumber } from './config/env.ts';
 import { assertAgentsPortFree, assertPortFree, httpUrl } from './cli/preflight.ts';
 import type { RunningGateway } from './serve/gateway.ts';
@@ -64,7 +65,7 @@ async function serverLogger(): Promise<Logger> {
     process.stderr.write(`holon: HOLON_LOG_LEVEL=${level} is not a level: use one of ${levels.join(', ')}\n`);
     process.exit(2);
   }
-  return pino({ level });
+  return requestLogger({ level });
 }
 
 /** A port option's value (`--port`, `--agents-port`): a whole number from 0 to 65535; exits 2 otherwise. */
@@ -133,12 +134,15 @@ program
   .option('--host <address>', 'the address to listen on; off loopback, peers of the network are served', '127.0.0.1')
   .option('--allowed-hosts <names>', 'comma-separated public names (host[:port] or URL) the gateway also answers to (default: HOLON_ALLOWED_HOSTS)')
   .option('--agents-port <port>', 'the port of agents/host.mjs, which the shipped MCP agents follow (default: HOLON_AGENTS_PORT, else 4300 when free, else a free one)')
+  .option('--metrics-port <port>', 'also answer GET /metrics alone, with no key, on this port (loopback only unless --metrics-host)')
+  .option('--metrics-host <address>', 'the address of the --metrics-port listener', '127.0.0.1')
   .option('--hosted', 'run the hosted gateway (gateway §7): accounts, keys, principals; PORT and HOST from the environment when set')
-  .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: string; hosted?: boolean }) => {
+  .action(async (opts: { port: string; db: string; clearingUrl?: string; host: string; allowedHosts?: string; agentsPort?: string; metricsPort?: string; metricsHost: string; hosted?: boolean }) => {
     const port = opts.hosted ? hostedPortOf(opts.port) : portOf(opts.port);
     const host = opts.hosted ? (process.env.HOST ?? opts.host) : opts.host;
     const option_port = opts.agentsPort === undefined ? undefined : portOf(opts.agentsPort, '--agents-port');
     const clearing_url = opts.clearingUrl === undefined ? undefined : urlOf(opts.clearingUrl, '--clearing-url');
+    const metrics = { metrics_port: opts.metricsPort === undefined ? undefined : portOf(opts.metricsPort, '--metrics-port'), metrics_host: opts.metricsHost };
     const allowed_hosts = opts.allowedHosts?.split(',').map((name) => name.trim()).filter(Boolean);
     const running = await starting('the gateway', port, async () => {
       const logger = await serverLogger();
@@ -148,10 +152,10 @@ program
       if (agents_host_port !== undefined) await assertAgentsPortFree(agents_host_port, option_port === undefined ? 'HOLON_AGENTS_PORT' : '--agents-port');
       if (opts.hosted) {
         const { startHostedGateway } = await import('./serve/hosted.ts');
-        return startHostedGateway({ port, host, db: opts.db, clearing_url, allowed_hosts, agents_host_port, logger });
+        return startHostedGateway({ port, host, db: opts.db, clearing_url, allowed_hosts, agents_host_port, logger, ...metrics });
       }
       const { startDevGateway } = await import('./serve/dev.ts');
-      return startDevGateway({ port, db: opts.db, clearing_url, host, allowed_hosts, agents_host_port, logger });
+      return startDevGateway({ port, db: opts.db, clearing_url, host, allowed_hosts, agents_host_port, logger, ...metrics });
     });
     process.stdout.write(`${listeningLine(running)}\n`);
     closeOnSignal(running.close);

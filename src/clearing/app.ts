@@ -13,6 +13,8 @@ import { servedDocuments } from '../http/docs.ts';
 import { loopbackGate } from '../http/access.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
+import { METRICS_PATH, metricsRoute } from '../observe/endpoint.ts';
+import { observeRequests } from '../observe/requests.ts';
 import { createAccount, linkAgent, newLinkCache, readBalance, readSummary, resolveAccount } from './accounts.ts';
 import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabilities.ts';
 import { adjust, credit, readSettlement, reverse, settle } from './settlements.ts';
@@ -95,8 +97,11 @@ export function clearingHandlers(ledger: Ledger, offered: readonly OperationName
 export function createClearingApp(options: ClearingAppOptions): Koa {
   const ledger = options.ledger ?? openLedger(options.db, options.writes);
   const app = new Koa();
+  // Outermost: each request's id, its span continuing the gateway's traceparent, its metrics (issue 22).
+  app.use(observeRequests('clearing', [METRICS_PATH]));
   app.use(errorBodies('an unexpected failure inside the binding; nothing was changed', (error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
   app.use(loopbackGate(['/healthz']));
+  app.use(metricsRoute({ key: null }));
   app.use(servedDocuments(clearingDocument));
   mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations) });
   return app;

@@ -4,12 +4,19 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { requestLogger } from '../observe/log-context.ts';
 import { openDatabase, type DatabaseTarget } from '../db/index.ts';
+import { rawQuery } from '../db/raw-sql.ts';
+import { addPoolSource, addScrapeSource, collectProcessMetrics } from '../observe/metrics.ts';
+import { startTracing } from '../observe/trace.ts';
 import { createClearingApp, openLedger } from './app.ts';
 import type { OperationName } from './capabilities.ts';
 import { expireHolds, type Ledger } from './ledger.ts';
 import type { WritePathOptions } from './write-path.ts';
+
+/** The open holds and the micro-units they hold undrawn (`holon_holds_open`, `holon_holds_open_micros`). */
+const OPEN_HOLDS = { name: 'holon_metrics_open_holds', text: `SELECT count(*)::bigint AS n, coalesce(sum(amount - drawn), 0)::bigint AS micros FROM clearing_holds WHERE status = 'open'` };
 
 /** Options of `startClearingServer`. */
 export interface ClearingServerOptions {
@@ -35,7 +42,9 @@ export interface RunningClearing {
 
 /** Starts the binding; resolves once it is listening. Throws when the database cannot be opened. */
 export async function startClearingServer(options: ClearingServerOptions): Promise<RunningClearing> {
-  const logger = options.logger ?? pino({ level: 'warn' });
+  const logger = options.logger ?? requestLogger({ level: 'warn' });
+  startTracing();
+  collectProcessMetrics();
   const database = await openDatabase(options.target);
   const ledger = openLedger(database.knex, options.writes);
   const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger });
@@ -45,6 +54,12 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
     expireHolds(database.knex).catch((error) => logger.error({ err: error }, 'expiry sweep failed'));
   }, options.sweep_ms ?? 60_000);
   sweep.unref();
+  // Read on scrape (issue 22 §1): the open holds use the partial index `clearing_holds_open`.
+  const removeSources = [
+    addScrapeSource('holds_open', async () => ({ '': Number((await rawQuery(database.knex, OPEN_HOLDS, []))[0].n) })),
+    addScrapeSource('holds_open_micros', async () => ({ '': Number((await rawQuery(database.knex, OPEN_HOLDS, []))[0].micros) })),
+    addPoolSource('clearing', database.knex),
+  ];
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -52,6 +67,7 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
     server,
     async close() {
       clearInterval(sweep);
+      for (const remove of removeSources) remove();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await database.close();

@@ -11,6 +11,7 @@ import pg from 'pg';
 import ClientPgLite from 'knex-pglite';
 import lockfile from 'proper-lockfile';
 import { migrationSource } from '../../migrations/index.ts';
+import { traceTransactions } from './raw-sql.ts';
 
 const { knex } = knexPkg;
 
@@ -163,6 +164,7 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
     await releaseLock(release);
     throw error;
   }
+  traceTransactions(db);
   return {
     knex: db,
     engine: 'url' in target ? 'postgres' : 'pglite',

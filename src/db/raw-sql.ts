@@ -10,6 +10,8 @@
  */
 import type { Knex } from 'knex';
 import pg from 'pg';
+import { ATTR_DB_QUERY_SUMMARY, ATTR_DB_SYSTEM_NAME } from '@opentelemetry/semantic-conventions';
+import { inSpan, SpanKind, tracingOn } from '../observe/trace.ts';
 
 /** A fixed statement: its SQL text with `$n` placeholders and the name a Postgres connection prepares it under (unique per text). */
 export interface FixedStatement {
@@ -26,7 +28,13 @@ interface RawConnection {
 }
 
 /** Runs `statement` on a raw connection taken from `db`'s pool for this one statement (autocommit); prepared by name on Postgres. */
-export async function rawQuery(db: Knex, statement: FixedStatement, values: unknown[]): Promise<Record<string, any>[]> {
+export function rawQuery(db: Knex, statement: FixedStatement, values: unknown[]): Promise<Record<string, any>[]> {
+  // One statement, one transaction by itself: its span is a database client span (issue 22 §2), named by the statement.
+  return inSpan(statement.name, { kind: SpanKind.CLIENT, attributes: { [ATTR_DB_SYSTEM_NAME]: 'postgresql', [ATTR_DB_QUERY_SUMMARY]: statement.name } }, () => runRaw(db, statement, values));
+}
+
+/** {@link rawQuery}'s work: the statement on a connection from `db`'s pool. */
+async function runRaw(db: Knex, statement: FixedStatement, values: unknown[]): Promise<Record<string, any>[]> {
   const connection = (await db.client.acquireConnection()) as RawConnection;
   try {
     if (connection instanceof pg.Client) return (await connection.query({ name: statement.name, text: statement.text, values })).rows;
@@ -94,4 +102,17 @@ export function namedStatement<P extends string>(name: string, text: string): Na
       });
     },
   };
+}
+
+/**
+ * Puts every `db.transaction(work)` of `db` in a database client span (issue 22 §2), when tracing
+ * is on as the database opens; off, `db` is left as it is (no cost).
+ */
+export function traceTransactions(db: Knex): void {
+  if (!tracingOn()) return;
+  const transaction = db.transaction.bind(db) as (...args: unknown[]) => unknown;
+  const attributes = { [ATTR_DB_SYSTEM_NAME]: 'postgresql', [ATTR_DB_QUERY_SUMMARY]: 'transaction' };
+  const traced = (...args: unknown[]) => (typeof args[0] === 'function' ? inSpan('transaction', { kind: SpanKind.CLIENT, attributes }, () => transaction(...args)) : transaction(...args));
+  // Knex defines `transaction` read-only on the instance, but configurable.
+  Object.defineProperty(db, 'transaction', { value: traced, configurable: true });
 }

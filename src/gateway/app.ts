@@ -14,6 +14,8 @@ import { servedDocuments } from '../http/docs.ts';
 import { hostGate, type HostGateOptions } from '../http/host-gate.ts';
 import { requestLog } from '../http/request-log.ts';
 import { errorBodies, mountOperations } from '../http/mount.ts';
+import { METRICS_PATH, metricsRoute, type MetricsAccess } from '../observe/endpoint.ts';
+import { observeRequests } from '../observe/requests.ts';
 import { ApprovalAnswers } from './approval-answers.ts';
 import type { GatewayAppExtension } from './extension.ts';
 import { gatewayHandlers, type DecisionReply, type GatewayHandlerDeps } from './handlers.ts';
@@ -25,6 +27,8 @@ export interface GatewayAppOptions extends GatewayHandlerDeps {
   logger: Logger;
   /** What the compositions above the gateway add, in order (`extension.ts`): the hosted layer (gateway §7) when there is one, then the MCP server. */
   extensions: readonly GatewayAppExtension[];
+  /** Who may read `GET /metrics` on this port (`observe/endpoint.ts`): the admin key's holders, or loopback peers only. */
+  metrics: MetricsAccess;
 }
 
 /** Builds the gateway's Koa app. */
@@ -32,6 +36,8 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
   const handlers = gatewayHandlers(options, new ApprovalAnswers<DecisionReply>(options.db));
   const { extensions } = options;
   const app = new Koa();
+  // Outermost: the request's id and span wrap everything, its log line included (issue 22 §3).
+  app.use(observeRequests('gateway', [METRICS_PATH, ...extensions.flatMap((extension) => extension.rpc_paths ?? [])]));
   app.use(requestLog(options.logger, extensions.find((extension) => extension.log_principal)?.log_principal));
   app.use(
     errorBodies('an unexpected failure inside the gateway; the details are in its log', (error, ctx) => {
@@ -41,6 +47,8 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
   );
   const rpc_paths = extensions.flatMap((extension) => extension.rpc_paths ?? []);
   app.use(hostGate({ ...options.access, open: ['/healthz'], rpc_paths, cross_origin: extensions.find((extension) => extension.cross_origin)?.cross_origin }));
+  // Before every extension's middleware: a scrape is not a caller, so no rate limit or principal applies (issue 22 §1).
+  app.use(metricsRoute(options.metrics));
   // The schema files the document's description links to, as `openapi/` holds them (docs/contributors.md "Contract first").
   app.use(servedDocuments(gatewayDocument, 'Holon gateway', { '/manifest.schema.json': manifestSchema, '/mandate.schema.json': mandateSchema }));
   for (const middleware of extensions.flatMap((extension) => extension.middleware ?? [])) app.use(middleware);

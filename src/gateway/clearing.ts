@@ -13,6 +13,7 @@ import * as sdk from '../../generated/clearing/client/sdk.gen.ts';
 import type { Client } from '../../generated/clearing/client/client/index.ts';
 import type { OperationRequest, OperationResult } from '../../generated/clearing/server.ts';
 import { envNumber, type NumberVariable } from '../config/env.ts';
+import { traceHeaders } from '../observe/trace.ts';
 
 /** The binding answered with a refusal (4xx): `code` is its §7.2 code, or `unknown` when absent (§7.3). */
 export class ClearingRefused extends Error {
@@ -87,7 +88,9 @@ function boundedFetch(timeouts: ClearingTimeouts): typeof fetch {
   return (async (request: Request) => {
     const body = request.body === null ? undefined : await request.arrayBuffer();
     try {
-      const answer = await undiciFetch(request.url, { method: request.method, headers: [...request.headers], body, dispatcher, signal: AbortSignal.timeout(timeouts.request_s * 1000) });
+      // The request's span travels with it (W3C traceparent): the binding continues the trace (issue 22 §2).
+      const headers = [...request.headers, ...Object.entries(traceHeaders())];
+      const answer = await undiciFetch(request.url, { method: request.method, headers, body, dispatcher, signal: AbortSignal.timeout(timeouts.request_s * 1000) });
       // The whole answer is read inside the bound, so a binding that stalls mid-body fails too.
       const text = await answer.arrayBuffer();
       const empty = answer.status === 204 || answer.status === 304;

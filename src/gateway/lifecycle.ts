@@ -31,6 +31,9 @@ import { costView, nextReceiptId, now, readReceipt, receiptParams, SAVE_RECEIPT,
 import { FINISH_CALL, RESERVE_CALL } from './call-writes.ts';
 import { PhaseClock } from './server-timing.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
+import { noteReceipt } from '../observe/log-context.ts';
+import { countCall } from '../observe/metrics.ts';
+import { annotate, inSpan } from '../observe/trace.ts';
 
 /** A call as `POST /v0/calls` takes it (gateway §5); `max_cost` is a decimal string in the mandate's currency. */
 export interface CallRequest {
@@ -151,6 +154,11 @@ class Stop extends Error {
   }
 }
 
+/** Runs one named stage of gateway §1 (`resolve`, `check input`, `admit`, `reserve`, `run`, `check output`, `settle`) in its span. */
+function stage<T>(name: string, work: () => Promise<T> | T): Promise<T> {
+  return inSpan(name, { attributes: { 'holon.stage': name } }, work);
+}
+
 /** A request's `max_cost` in micro-units: null when absent, undefined when malformed (it then matches no approval). */
 function maxCostMicros(max_cost: string | undefined): Micros | null | undefined {
   if (max_cost === undefined) return null;
@@ -195,6 +203,19 @@ export class Gateway {
    * derived for (gateway §3, issue 8 §1.1); every other outcome is a `CallResult`.
    */
   async call(request: CallRequest, options: CallOptions = {}): Promise<CallResult> {
+    // One span per call (issue 22 §2), its stages below it; ids, agent, outcome and cost only, never input or output (§4).
+    return inSpan('holon call', { attributes: { 'holon.mandate': request.mandate } }, async () => {
+      const result = await this.callOnce(request, options);
+      const { receipt } = result;
+      const own_micros = receipt.billed ? parseMoney(receipt.cost.own) : 0;
+      countCall({ status: receipt.status, code: receipt.error?.code ?? null, agent: receipt.agent, own_micros, currency: receipt.currency });
+      annotate({ 'holon.agent': receipt.agent ?? '', 'holon.outcome': receipt.status, 'holon.cost': receipt.cost.total, 'holon.currency': receipt.currency, ...(receipt.error ? { 'error.type': receipt.error.code } : {}) });
+      return result;
+    });
+  }
+
+  /** {@link call}'s steps, inside its span. */
+  private async callOnce(request: CallRequest, options: CallOptions): Promise<CallResult> {
     const { db } = this.deps;
     const clock = this.deps.server_timing && !options.parent ? new PhaseClock() : null;
     const derived = options.parent?.sub;
@@ -203,6 +224,8 @@ export class Gateway {
     const mandate = loaded ?? (derived?.id === request.mandate ? derived : null);
     if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
     const id = options.receipt ?? loaded?.receipt_id ?? (await nextReceiptId(db));
+    noteReceipt(id);
+    annotate({ 'holon.receipt.id': id });
     clock?.mark('mandate');
     const call: Call = {
       id,
@@ -249,10 +272,12 @@ export class Gateway {
     if (call.options.approved) this.checkApproved(call.request, call.options.approved);
     try {
       this.parseRequest(call);
-      await this.resolve(call);
-      this.checkInput(call);
-      if (this.files) await this.checkFiles(this.files, call);
-      const pending = await this.admit(call);
+      await stage('resolve', () => this.resolve(call));
+      await stage('check input', () => {
+        this.checkInput(call);
+        return this.files ? this.checkFiles(this.files, call) : undefined;
+      });
+      const pending = await stage('admit', () => this.admit(call));
       if (pending) return pending;
       return await this.reserveAndRun(call);
     } catch (error) {
@@ -514,11 +539,13 @@ export class Gateway {
     const payer = manifest.downstream?.mode === 'included' ? manifest.id.split('/')[0] : call.receipt.payer;
     const { stored: sub, params: subParams } = subMandateParams(subDocument ? { document: subDocument, parent: call.mandate.id, payer } : null);
     call.clock?.mark('admit');
-    const reserved = await this.writeCall(call, null, RESERVE_CALL, {
-      ...reserveParams(call.mandate, call.id, worst.worst_case_micros),
-      ...subParams,
-      ...receiptParams(call.receipt, this.rootMandate(call), { running: { hold_id: holdId, process: this.deps.process_id } }),
-    });
+    const reserved = await stage('reserve', () =>
+      this.writeCall(call, null, RESERVE_CALL, {
+        ...reserveParams(call.mandate, call.id, worst.worst_case_micros),
+        ...subParams,
+        ...receiptParams(call.receipt, this.rootMandate(call), { running: { hold_id: holdId, process: this.deps.process_id } }),
+      }),
+    );
     call.clock?.mark('reserve');
     if (!reserved) {
       const figures = await budgetOf(db, call.mandate.id, call.mandate.mandate.budget.total_micros);
@@ -616,16 +643,19 @@ export class Gateway {
 
     const credential = await this.deps.credentialFor(agent);
     const signal = AbortSignal.timeout(manifest.runtime.timeout_s * 1000);
-    const outcome: RunOutcome = await this.deps.runtimeFor(agent).run({
-      target: { id: manifest.id, version: manifest.version, runtime: { kind: manifest.runtime.kind, endpoint: manifest.runtime.endpoint ?? undefined, tool: manifest.runtime.tool ?? undefined }, dir: agent.dir ?? undefined },
-      input: call.request.input,
-      call_id: call.id,
-      max_cost: worst.agent_cap ? { amount: formatMoney(worst.agent_cap.amount_micros), currency: worst.agent_cap.currency } : null,
-      credential,
-      files: call.files,
-      signal,
-      delegate,
-    });
+    // Delegated calls start inside this span: they are its children (issue 22 §2).
+    const outcome: RunOutcome = await stage('run', () =>
+      this.deps.runtimeFor(agent).run({
+        target: { id: manifest.id, version: manifest.version, runtime: { kind: manifest.runtime.kind, endpoint: manifest.runtime.endpoint ?? undefined, tool: manifest.runtime.tool ?? undefined }, dir: agent.dir ?? undefined },
+        input: call.request.input,
+        call_id: call.id,
+        max_cost: worst.agent_cap ? { amount: formatMoney(worst.agent_cap.amount_micros), currency: worst.agent_cap.currency } : null,
+        credential,
+        files: call.files,
+        signal,
+        delegate,
+      }),
+    );
     open = false;
     // §3: a run is not settled until all its downstream calls have, including those still in flight after a timeout.
     const settledChildren = await Promise.all(children);
@@ -633,15 +663,15 @@ export class Gateway {
     // What this call's payer paid for them: passthrough children only (an `included` orchestrator pays its own).
     const downstream_micros = settledChildren.filter((child) => child.receipt.payer === call.receipt.payer).reduce((sum, child) => sum + child.total_micros, 0);
 
-    const { billing, error, output } = this.judge(outcome, agent);
+    const { billing, error, output } = await stage('check output', () => this.judge(outcome, agent));
     let own_micros = 0;
     try {
       own_micros = chargeFor(manifest, billing, { units: outcome.kind === 'failure' || outcome.units === null ? [] : [outcome.units], quote: outcome.kind === 'failure' ? null : outcome.quote }, call.mandate.mandate.budget, call.max_cost_micros).cost_micros;
     } catch (failure) {
       if (!(failure instanceof ContractError)) throw failure;
-      return this.finish(call, holdId, { own_micros: 0, downstream_micros, error: { code: 'agent_error', message: failure.message }, succeeded: false });
+      return stage('settle', () => this.finish(call, holdId, { own_micros: 0, downstream_micros, error: { code: 'agent_error', message: failure.message }, succeeded: false }));
     }
-    return this.finish(call, holdId, { own_micros, downstream_micros, error, output, succeeded: error === null });
+    return stage('settle', () => this.finish(call, holdId, { own_micros, downstream_micros, error, output, succeeded: error === null }));
   }
 
   /** The run's outcome as billing and the receipt see it (gateway §2 table, §1 step 6). */

@@ -24,6 +24,7 @@ import type { Logger } from 'pino';
 import { envNumber, type NumberVariable } from '../config/env.ts';
 import { int, iso } from '../db/index.ts';
 import { namedStatement, rawQuery, runnerOf } from '../db/raw-sql.ts';
+import { observeSettled } from '../observe/metrics.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 
 /** A settle intent: the body of clearing-contract §6.8, amounts in micro-units. */
@@ -451,6 +452,7 @@ export class Outbox {
   private markPosted(rows: Row[], last_error: string | null = null): Promise<void> {
     const txn_ids = rows.map((row) => row.txn_id as string);
     if (last_error !== null) return this.mark(txn_ids, last_error);
+    observeSettled(rows);
     return new Promise((resolve, reject) => {
       this.marks ??= { txn_ids: [], waiters: [] };
       this.marks.txn_ids.push(...txn_ids);

@@ -66,6 +66,11 @@ export class ProcessLease {
     private readonly options: LeaseOptions,
   ) {}
 
+  /** Whether this process still holds its lease (false once lost: expired, or its lock connection died). */
+  get held(): boolean {
+    return !this.lost;
+  }
+
   /**
    * Takes a new lease: an id from `gateway_process_seq`, on Postgres the advisory lock on it
    * (taken before the row exists, so a live lease is never seen without its lock), then the row.

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 
 /**
  * Koa middleware logging each request once it is answered (error bodies included: mount it
- * outermost). With `principalOf`, the line also names who asked (`principal`: a key prefix,
+ * outermost but for `observe/requests.ts`, whose ids it carries). A refusal's line names its code. With `principalOf`, the line also names who asked (`principal`: a key prefix,
  * `none` or `unresolved`; never a key).
  */
 export function requestLog(logger: Logger, principalOf?: (ctx: Parameters<Middleware>[0]) => string): Middleware {
@@ -24,7 +24,11 @@ export function requestLog(logger: Logger, principalOf?: (ctx: Parameters<Middle
       const receiptId = (ctx.body as { receipt?: { id?: unknown } } | null | undefined)?.receipt?.id;
       const receipt = typeof receiptId === 'string' ? receiptId : null;
       const principal = principalOf ? { principal: principalOf(ctx) } : {};
-      logger.info({ method: ctx.method, path: ctx.path, status, ms, receipt, ...principal }, `${ctx.method} ${ctx.path} ${status} ${ms} ms${receipt ? ` ${receipt}` : ''}`);
+      // A refusal names its code (an error body's, or a refused call's receipt error), issue 22 §3.
+      const body = ctx.body as { code?: unknown; error?: { code?: unknown } } | null | undefined;
+      const found = status >= 400 ? (body?.code ?? body?.error?.code) : undefined;
+      const code = typeof found === 'string' ? { code: found } : {};
+      logger.info({ method: ctx.method, path: ctx.path, status, ms, receipt, ...code, ...principal }, `${ctx.method} ${ctx.path} ${status} ${ms} ms${receipt ? ` ${receipt}` : ''}${code.code ? ` ${code.code}` : ''}`);
     }
   };
 }

@@ -41,6 +41,12 @@ export async function openSession(db: Knex, row: McpSessionRow): Promise<boolean
   return true;
 }
 
+/** How many sessions are open (used within {@link SESSION_IDLE_MS}), over all processes: `holon_mcp_sessions_open`. */
+export async function countOpenSessions(db: Knex): Promise<number> {
+  const [{ count }] = await db('mcp_sessions').where('seen_at', '>=', new Date(Date.now() - SESSION_IDLE_MS)).count({ count: '*' });
+  return Number(count);
+}
+
 /** Session `id` of `owner`, marked used now; null when absent, idle past {@link SESSION_IDLE_MS} or another owner's (they read the same). */
 export async function touchSession(db: Knex, id: string, owner: string): Promise<McpSessionRow | null> {
   const [row] = await db('mcp_sessions')

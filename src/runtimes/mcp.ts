@@ -59,6 +59,7 @@ import { ERROR_CODE_PATTERN, toQuote, toUnits } from './agent-context.mjs';
 import { credentialHeaders, isRedirect, networkReason, redirectRefused, remoteRuntimeSettings, statusHint, tooLarge, watchBody, type Fetch, type RemoteRuntimeOptions } from './http.ts';
 import { clip, failure, isObject, timedOut } from './outcome.ts';
 import type { RunOutcome, RunRequest, Runtime } from './types.ts';
+import { inSpan, SpanKind, traceHeaders } from '../observe/trace.ts';
 
 /** How long closing may wait for the cancellation notification, then for the session `DELETE`, in ms. */
 const CLOSE_GRACE_MS = 1000;
@@ -170,12 +171,15 @@ async function callOn(session: Session, request: RunRequest, tool: string, pool:
     // answered); a stop just ends the wait, and ending the session (below) ends the request.
     if (!kept) await untilAborted(session.client.connect(session.transport, { timeout: BACKSTOP_TIMEOUT_MS }), stop);
     session.initialized = true;
-    const _meta = requestMeta(request);
-    const result = await session.client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta }, undefined, {
-      signal: stop,
-      timeout: BACKSTOP_TIMEOUT_MS,
-      onresumptiontoken: () => watch.events++,
-    });
+    // An MCP client span (OpenTelemetry's MCP conventions); the `_meta` and the HTTP requests carry its context.
+    const attributes = { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': tool, 'gen_ai.operation.name': 'execute_tool', 'mcp.session.id': session.transport.sessionId ?? '' };
+    const result = await inSpan(`tools/call ${tool}`, { kind: SpanKind.CLIENT, attributes }, () =>
+      session.client.callTool({ name: tool, arguments: request.input as Record<string, unknown>, _meta: requestMeta(request) }, undefined, {
+        signal: stop,
+        timeout: BACKSTOP_TIMEOUT_MS,
+        onresumptiontoken: () => watch.events++,
+      }),
+    );
     answered = true;
     return outcomeOf(result);
   } catch (error) {
@@ -243,12 +247,23 @@ class SessionPool {
   }
 }
 
-/** The request's `_meta`: the caller's cap and the input's file links, each only when there is one; undefined when neither. */
+/** The request's `_meta`: the caller's cap, the input's file links and the trace context, each only when there is one; undefined when none. */
 function requestMeta(request: RunRequest): Record<string, unknown> | undefined {
   const meta: Record<string, unknown> = {};
   if (request.max_cost) meta['holon/max_cost'] = { ...request.max_cost };
   if (request.files && Object.keys(request.files).length > 0) meta['holon/files'] = request.files;
+  // The W3C trace context under its unprefixed keys (MCP SEP-414): the agent continues the call's trace (issue 22 §2).
+  Object.assign(meta, traceHeaders());
   return Object.keys(meta).length > 0 ? meta : undefined;
+}
+
+/** `headers` with the active span's W3C trace context added (`traceparent`, `tracestate`): none when tracing is off. */
+function withTraceHeaders(headers: HeadersInit | undefined): HeadersInit | undefined {
+  const trace = Object.entries(traceHeaders());
+  if (trace.length === 0) return headers;
+  const merged = new Headers(headers);
+  for (const [name, value] of trace) merged.set(name, value);
+  return merged;
 }
 
 /** What the fetches of one call saw, and the means to stop the call for it. */
@@ -298,7 +313,7 @@ function watchedFetch(baseFetch: Fetch, maxBytes: number, endpoint: string, curr
     }
     let response: Response;
     try {
-      response = await baseFetch(url, { ...init, redirect: 'manual' });
+      response = await baseFetch(url, { ...init, headers: withTraceHeaders(init?.headers), redirect: 'manual' });
     } catch (error) {
       if (!init?.signal?.aborted) {
         const unreachable = `could not reach ${endpoint} (${networkReason(error)}): is the agent's MCP server running?`;

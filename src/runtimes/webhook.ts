@@ -28,6 +28,7 @@ import { ERROR_CODE_PATTERN } from './agent-context.mjs';
 import { credentialHeaders, isRedirect, networkReason, redirectRefused, remoteRuntimeSettings, statusHint, tooLarge, watchBody, type RemoteRuntimeOptions } from './http.ts';
 import { clip, failure, isObject, timedOut } from './outcome.ts';
 import type { RunOutcome, RunRequest, Runtime } from './types.ts';
+import { traceHeaders } from '../observe/trace.ts';
 
 /** The webhook runtime. Never throws: every problem is a `RunOutcome`. */
 export function createWebhookRuntime(options: RemoteRuntimeOptions = {}): Runtime {
@@ -76,6 +77,8 @@ function webhookHeaders(request: RunRequest): Record<string, string> {
     'x-holon-agent': `${request.target.id}@${request.target.version}`,
     'x-holon-call': request.call_id,
     ...credentialHeaders(request.credential),
+    // The call's trace context (W3C traceparent): the endpoint may continue the trace (issue 22 §2).
+    ...traceHeaders(),
   };
 }
 

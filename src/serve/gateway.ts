@@ -12,7 +12,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { startAgentsHost } from '../agents-host/host.ts';
 import { agentsPortFromEnv, defaultAgentsPort } from '../agents-host/port.ts';
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
@@ -22,6 +22,7 @@ import { agentAccess, type PublishedAccess } from '../gateway/agent-access.ts';
 import { createGatewayApp } from '../gateway/app.ts';
 import { ClearingRefused, clearingTimeoutsFromEnv, HttpClearingPort, type ClearingPort, type ClearingTimeouts } from '../gateway/clearing.ts';
 import { InProcessClearingPort } from '../gateway/clearing-in-process.ts';
+import { observedClearing } from '../gateway/clearing-observed.ts';
 import type { GatewayAppExtension, GatewayParts } from '../gateway/extension.ts';
 import { Gateway } from '../gateway/lifecycle.ts';
 import { Outbox, outboxSettingsFromEnv, type OutboxSettings } from '../gateway/outbox.ts';
@@ -33,6 +34,12 @@ import { excludedAgents, leftOut } from '../gateway/shipped-agents.mjs';
 import { isLoopback } from '../http/access.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
+import { countOpenSessions } from '../mcp/sessions.ts';
+import { startMetricsListener } from '../observe/endpoint.ts';
+import { addPoolSource, addScrapeSource, collectProcessMetrics } from '../observe/metrics.ts';
+import { requestLogger } from '../observe/log-context.ts';
+import { flushTraces, startTracing } from '../observe/trace.ts';
+import { rawQuery } from '../db/raw-sql.ts';
 import { createRuntimes } from '../runtimes/index.ts';
 import { openSigner } from '../signing/signer.ts';
 
@@ -149,6 +156,15 @@ export interface GatewayServerOptions {
   /** Answer each call with a `Server-Timing` header of its phases (default `HOLON_SERVER_TIMING`, else off; `server-timing.ts`). */
   server_timing?: boolean;
   /**
+   * Who may read `GET /metrics` on the gateway's port: holders of this key (the hosted gateway's
+   * admin key), or when null (the default) loopback peers only (`observe/endpoint.ts`).
+   */
+  metrics_key?: string | null;
+  /** Also answer `GET /metrics` alone, with no key, on this port (`--metrics-port`; 0 picks a free one); absent: no such listener. */
+  metrics_port?: number;
+  /** The address of that listener (default `127.0.0.1`: only this machine scrapes it). */
+  metrics_host?: string;
+  /**
    * Called when this process loses its lease (it expired, or the lock connection died): another
    * process may be closing its calls. Default: a fatal log line and exit code 1.
    */
@@ -168,6 +184,8 @@ export interface RunningGateway {
   db: Database;
   /** This process's lease (`processes.ts`). */
   lease: ProcessLease;
+  /** The URL of the `--metrics-port` listener, when one was started. */
+  metrics_url: string | null;
   close(): Promise<void>;
 }
 
@@ -178,6 +196,30 @@ export interface RunningGateway {
 function localUrl(address: string, port: number): string {
   if (address === '0.0.0.0' || address === '::') return `http://127.0.0.1:${port}`;
   return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
+/** The open reservations and the micro-units they hold unspent (`holon_reservations_open`, `holon_reservations_open_micros`). */
+const OPEN_RESERVATIONS = {
+  name: 'holon_metrics_open_reservations',
+  text: `SELECT count(*)::bigint AS n, coalesce(sum(worst_case_micros - spent_micros), 0)::bigint AS micros FROM gateway_reservations WHERE status = 'open'`,
+};
+
+/** The settlement intents waiting to be posted (`holon_outbox_depth`), on the outbox's partial index of pending intents. */
+const OUTBOX_DEPTH = { name: 'holon_metrics_outbox_depth', text: `SELECT count(*)::bigint AS n FROM gateway_settlement_intents WHERE status = 'pending'` };
+
+/**
+ * The gauges a gateway adds, read on scrape (issue 22 §1): its reservations, outbox depth, pool
+ * and lease. Answers their removers, run when it closes.
+ */
+function observeGateway(db: Database['knex'], lease: ProcessLease): Array<() => void> {
+  const first = async (statement: { name: string; text: string }) => (await rawQuery(db, statement, []))[0];
+  return [
+    addScrapeSource('reservations_open', async () => ({ '': Number((await first(OPEN_RESERVATIONS)).n) })),
+    addScrapeSource('reservations_open_micros', async () => ({ '': Number((await first(OPEN_RESERVATIONS)).micros) })),
+    addScrapeSource('outbox_depth', async () => ({ '': Number((await first(OUTBOX_DEPTH)).n) })),
+    addScrapeSource('lease_held', async () => ({ '': lease.held ? 1 : 0 })),
+    addPoolSource('gateway', db),
+  ];
 }
 
 /**
@@ -199,7 +241,11 @@ export async function startGateway(options: GatewayServerOptions, plugins: reado
 }
 
 async function start(options: GatewayServerOptions, plugins: readonly GatewayPlugin[], closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
-  const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
+  const logger = options.logger ?? requestLogger({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
+  startTracing();
+  collectProcessMetrics();
+  // Spans still buffered go out when the gateway closes (the provider lives as long as the process).
+  closers.push(flushTraces);
   const agentDirs = options.agent_dirs ?? ['examples', 'agents'];
   const hostPort = options.agents_host_port === undefined ? (agentsPortFromEnv() ?? (await defaultAgentsPort())) : options.agents_host_port;
   const targetOf = (dir: string): DatabaseTarget => (options.database_url ? { url: options.database_url } : targetFromEnv(dir));
@@ -221,7 +267,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   }
   // The binding in this process is called in-process (its ledger, its write path); HTTP only reaches another binding.
   const timeouts = options.clearing_timeouts ?? clearingTimeoutsFromEnv();
-  const clearing: ClearingPort = binding ? new InProcessClearingPort(binding.ledger, timeouts) : new HttpClearingPort(options.clearing_url!, timeouts);
+  const clearing: ClearingPort = observedClearing(binding ? new InProcessClearingPort(binding.ledger, timeouts) : new HttpClearingPort(options.clearing_url!, timeouts));
   const target = targetOf(path.join(options.db, 'gateway'));
   const database = await openDatabase(target);
   closers.push(database.close);
@@ -245,6 +291,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   closers.push(() => lease.end());
   const outbox = new Outbox(db, clearing, logger, { ...outboxSettingsFromEnv(), ...options.outbox });
   const gateway_id = (await db('gateway_identity').first('id')).id as string;
+  for (const remove of observeGateway(db, lease)) closers.push(async () => remove());
   // One set of runtimes per gateway (MCP sessions are kept across calls); published agents get their own, through the guarded client.
   const runtimes = createRuntimes();
   closers.push(runtimes.close);
@@ -299,6 +346,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     currency: 'EUR',
     signer,
     access: { hosts: [...listenHosts(address, port), ...(options.allowed_hosts ?? allowedHostsFromEnv())], loopback_peers_only: isLoopback(address) },
+    metrics: { key: options.metrics_key ?? null },
     logger,
     accounts: async () => {
       const names = [...new Set([...(await rootPayers()), ...authors()])].sort().map((account) => ({ name: account, account }));
@@ -306,6 +354,10 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     },
     extensions: [...extensions, { middleware: [mcp], rpc_paths: ['/mcp'] }],
   });
+  const removeSessions = addScrapeSource('mcp_sessions_open', async () => ({ '': await countOpenSessions(db) }));
+  closers.push(async () => removeSessions());
+  const metricsListener = options.metrics_port === undefined ? null : await startMetricsListener(options.metrics_port, options.metrics_host);
+  if (metricsListener) closers.push(metricsListener.close);
   server.on('request', app.callback());
   const running: RunningGateway = {
     url: localUrl(address, port),
@@ -316,6 +368,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     outbox,
     db: database,
     lease,
+    metrics_url: metricsListener?.url ?? null,
     close: closeAll,
   };
   for (const plugin of plugins) if (plugin.listening) closers.push(await plugin.listening(running));

@@ -5,7 +5,8 @@
  * through the guarded client with their authors' credentials, `/mcp` under the agent key's
  * mandate, and once it listens the sweep of expired files.
  */
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { requestLogger } from '../observe/log-context.ts';
 import { excludedAgents } from '../gateway/shipped-agents.mjs';
 import { allowedHostsFromEnv } from '../http/host-gate.ts';
 import type { Resolve } from '../hosted/egress.ts';
@@ -53,6 +54,10 @@ export interface HostedGatewayOptions {
   resolve?: Resolve;
   /** Certificate authorities (PEM) the guarded client trusts instead of Node's (default: Node's); tests trust their own agent's certificate. */
   ca?: string;
+  /** Answer `GET /metrics` alone, with no key, on this port too (`--metrics-port`); on the main port it needs the admin key. */
+  metrics_port?: number;
+  /** The address of that listener (default 127.0.0.1). */
+  metrics_host?: string;
   /** The clock of files (upload time, link expiry, the sweep), ms since the epoch; default `Date.now`. Tests move it. */
   clock?: () => number;
 }
@@ -108,7 +113,7 @@ export function hostedPlugin(
  */
 export async function startHostedGateway(options: HostedGatewayOptions): Promise<RunningGateway> {
   const settings = options.settings ?? readSettings();
-  const logger = options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'info' });
+  const logger = options.logger ?? requestLogger({ level: process.env.HOLON_LOG_LEVEL ?? 'info' });
   const endpoints = endpointAccess(settings, { resolve: options.resolve, ca: options.ca });
   const plugin = hostedPlugin(settings, endpoints, options.stop ?? exitOnDatabaseFailure(logger), { clock: options.clock ?? Date.now, logger }, options.publishing);
   return startGateway(
@@ -123,6 +128,10 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
       agents_host_port: options.agents_host_port,
       allowed_hosts: [...(options.allowed_hosts ?? allowedHostsFromEnv()), ...(settings.public_url ? [settings.public_url] : [])],
       logger,
+      // Without an admin key, /metrics on the main port is refused to all but loopback peers (issue 22 §1).
+      metrics_key: settings.admin_key,
+      metrics_port: options.metrics_port,
+      metrics_host: options.metrics_host,
     },
     [plugin],
   );

@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { startClearingServer, type RunningClearing } from '../../src/clearing/server.ts';
@@ -114,6 +114,9 @@ export interface TestGatewayOptions {
   outbox?: Partial<OutboxSettings>;
   /** Answer calls with `Server-Timing` (default: off, whatever the environment says). */
   server_timing?: boolean;
+  /** Directories of agents listed besides the fixtures and examples (e.g. agents written by the test). */
+  extra_agent_dirs?: readonly string[];  /** The gateway's logger (default: silent, or `HOLON_LOG_LEVEL`). */
+  logger?: Logger;
 }
 
 /** Where test data lives: memory-backed `/dev/shm` when there is one (copies and fsyncs cost nothing), else the temp directory. */
@@ -209,14 +212,14 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     running = await startDevGateway({
       port: 0,
       ...store,
-      agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS],
+      agent_dirs: [FIXTURE_AGENTS, EXAMPLE_AGENTS, ...(options.extra_agent_dirs ?? [])],
       mandate_dir,
       exclude: [],
       ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
       ...(options.clearing_timeouts ? { clearing_timeouts: options.clearing_timeouts } : {}),
       ...(options.outbox ? { outbox: options.outbox } : {}),
       server_timing: options.server_timing ?? false,
-      logger: pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
+      logger: options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
     });
   } catch (error) {
     if (!options.store) await rm(dir, { recursive: true, force: true });
