@@ -18,6 +18,7 @@ import * as mandateBudgetFigures from './013_mandate_budget_figures.ts';
 import * as clearingWritePathCost from './014_clearing_write_path_cost.ts';
 import * as clearingBatchLocks from './015_clearing_batch_locks.ts';
 import * as approvalInputHash from './016_approval_input_hash.ts';
+import * as journalChain from './020_journal_chain.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '014_clearing_write_path_cost': clearingWritePathCost,
   '015_clearing_batch_locks': clearingBatchLocks,
   '016_approval_input_hash': approvalInputHash,
+  '020_journal_chain': journalChain,
 };
 
 /** knex's `migrationSource` over the table above. */

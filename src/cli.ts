@@ -204,6 +204,20 @@ program
     await onStores('restore', opts.db, () => checkBackupIn(opts.in), async (stores) => `restored ${await restore(stores, opts.in)} rows from ${opts.in}`);
   });
 
+program
+  .command('audit')
+  .description('check the books (issue 23 §3): the journal\'s hash chain, zero-sum entries, balances, one settlement per billed receipt, and that a checkpoint is a prefix; prints the first entry that fails and exits 1')
+  .option('--in <file>', 'a backup file (holon backup) instead of the live database')
+  .option(...dbOption)
+  .option('--checkpoint <file>', 'a checkpoint kept earlier (the JSON of GET /internal/ledger/checkpoint): the journal must extend it')
+  .option('--jwks <file>', 'the JWKS that verifies the checkpoint\'s signature (required with --checkpoint)')
+  .action(async (opts: { in?: string; db: string; checkpoint?: string; jwks?: string }) => {
+    const { runAudit } = await import('./backup/audit-command.ts');
+    const { line, ok } = await runAudit(opts);
+    process.stdout.write(`${line}\n`);
+    if (!ok) process.exitCode = 1;
+  });
+
 const clearing = program.command('clearing').description('the clearing seam');
 clearing
   .command('serve')

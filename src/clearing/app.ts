@@ -18,6 +18,7 @@ import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabi
 import { adjust, credit, readSettlement, reverse, settle } from './settlements.ts';
 import { draw, listReservations, openHold, readReservation, releaseHold, resizeHold } from './reservations.ts';
 import type { Ledger } from './ledger.ts';
+import { checkpointSignerFromEnv, signedCheckpoint, type CheckpointSigner } from './checkpoint.ts';
 import { WritePath, writePathOptionsFromEnv, type WritePathOptions } from './write-path.ts';
 
 /** Options of `createClearingApp`. */
@@ -32,6 +33,8 @@ export interface ClearingAppOptions {
   ledger?: Ledger;
   /** Where unexpected failures are reported. */
   logger?: Logger;
+  /** What signs `read-checkpoint`'s checkpoints (issue 23 §3); absent: `checkpointSignerFromEnv()` on first use. */
+  checkpoints?: CheckpointSigner;
 }
 
 type Implementation = (ledger: Ledger, request: any) => Promise<unknown>;
@@ -77,15 +80,17 @@ export function openLedger(db: Knex, writes: WritePathOptions = writePathOptions
   return { db, writes: new WritePath(db, writes), links: newLinkCache() };
 }
 
-/** The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the operations `offered`. */
-export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS): ClearingHandlers {
+/** The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the operations `offered`; checkpoints signed by `checkpoints` (default: from the environment). */
+export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS, checkpoints?: CheckpointSigner): ClearingHandlers {
   const document = capabilityDocument(offered);
+  let signer: Promise<CheckpointSigner> | null = checkpoints ? Promise.resolve(checkpoints) : null;
   const bind = (implementation: Implementation): MountedHandler => (request) => implementation(ledger, request);
   const handlers: ClearingHandlers = {
     health: async () => ({ ok: true }),
     capabilities: async () => document,
     'create-account': bind(createAccount),
     'link-agent': bind(linkAgent),
+    'read-checkpoint': async () => signedCheckpoint(ledger.db, await (signer ??= checkpointSignerFromEnv())),
   };
   for (const name of offered) handlers[name] = bind(implementations[name]);
   return handlers;
@@ -98,6 +103,6 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   app.use(errorBodies('an unexpected failure inside the binding; nothing was changed', (error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
   app.use(loopbackGate(['/healthz']));
   app.use(servedDocuments(clearingDocument));
-  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations) });
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.checkpoints) });
   return app;
 }
