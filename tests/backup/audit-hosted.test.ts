@@ -2,15 +2,18 @@
  * `holon audit` on a hosted gateway that served traffic (issue 23 "Done when"): sign-ups, a paid
  * call, a delegating call, an approval, an unbilled failure and an admin credit, the settlements
  * posted; its backup passes `holon audit --in`, and after one SQL edit of a settlement's line (by
- * a superuser, triggers off) `holon audit --db` fails naming that entry, exit 1.
+ * a superuser, triggers off) `holon audit --db` fails naming that entry, exit 1. The admin's
+ * `GET /v0/journal/checkpoint`, kept before the last traffic, is a prefix of the backup's journal.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { exportJWK, generateKeyPair } from 'jose';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { openStores } from '../../src/backup/backup.ts';
 import { holon } from '../helpers/cli.ts';
+import { withEnv } from '../helpers/hooks.ts';
 import { ADMIN_KEY, bearer, startTestHosted } from '../helpers/hosted.ts';
 
 test('a hosted gateway with traffic: its backup passes holon audit; one SQL edit of a line fails it naming the entry', async () => {
@@ -27,13 +30,24 @@ test('a hosted gateway with traffic: its backup passes holon audit; one SQL edit
     const held = await first.http.post('/v0/calls').set(bearer(alice.human)).send({ mandate: `${alice.handle}/careful`, agent: 'gt/run', input: { do: 'ok' } }).expect(202);
     await first.http.post(`/v0/approvals/${held.body.approval.id}`).set(bearer(alice.human)).send({}).expect(200);
     await first.http.post('/v0/calls').set(bearer(bob.human)).send({ mandate: bob.mandate, agent: 'gt/run', input: { do: 'unbilled_error' } }).expect(502);
+    await first.running.outbox.drain();
+    // The binding signs with the key of its setting, read when the first checkpoint is asked for.
+    const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+    const key = { ...(await exportJWK(privateKey)), kid: 'walkthrough' };
+    const kept = await withEnv({ HOLON_CLEARING_CHECKPOINT_KEY: JSON.stringify(key) }, () => first.http.get('/v0/journal/checkpoint').set(bearer(ADMIN_KEY)).expect(200));
+    assert.ok(kept.body.size > 0);
+    await first.http.get('/v0/journal/checkpoint').set(bearer(alice.human)).expect(403);
+    const checkpoint = path.join(scratch, 'checkpoint.json');
+    const jwks = path.join(scratch, 'jwks.json');
+    await writeFile(checkpoint, JSON.stringify(kept.body));
+    await writeFile(jwks, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'walkthrough' }] }));
     await first.http.post('/v0/admin/credit').set(bearer(ADMIN_KEY)).send({ account: bob.handle, amount: '3.00' }).expect(200);
     await first.running.outbox.drain();
     await first.close({ keep: true });
 
     const backedUp = await holon(['backup', '--out', file, '--db', first.store.db], { env });
     assert.equal(backedUp.code, 0, backedUp.stderr);
-    const passed = await holon(['audit', '--in', file], { env });
+    const passed = await holon(['audit', '--in', file, '--checkpoint', checkpoint, '--jwks', jwks], { env });
     assert.equal(passed.code, 0, passed.stdout + passed.stderr);
     assert.match(passed.stdout, /^audit passed: \d+ entries chained \(head [0-9a-f]{64}\), \d+ accounts equal to their postings, 4 billed receipts settled exactly once\n$/);
 
