@@ -221,15 +221,16 @@ program
 const clearing = program.command('clearing').description('the clearing seam');
 clearing
   .command('serve')
-  .description('run the reference clearing binding on 127.0.0.1')
+  .description('run the reference clearing binding on 127.0.0.1, or behind mutual TLS (issue 23 §4)')
   .option('--port <port>', 'TCP port', '4100')
   // Not `.holon/clearing`: that is where a running `holon serve` keeps its own binding's data.
   .option('--db <dir>', 'PGlite data directory (ignored when DATABASE_URL is set)', '.holon/binding')
-  .action(async (opts: { port: string; db: string }) => {
+  .option('--host <address>', 'the address to listen on; other than 127.0.0.1 only with mutual TLS (HOLON_CLEARING_TLS_CERT, _KEY, _CA)', '127.0.0.1')
+  .action(async (opts: { port: string; db: string; host: string }) => {
     const port = portOf(opts.port);
     const running = await starting('the clearing binding', port, async () => {
-      const [{ targetFromEnv }, { startClearingServer }] = await Promise.all([import('./db/index.ts'), import('./clearing/server.ts')]);
-      return startClearingServer({ target: targetFromEnv(opts.db), port, logger: serverLogger() });
+      const [{ targetFromEnv }, { startClearingServer }, { mutualTlsFromEnv }] = await Promise.all([import('./db/index.ts'), import('./clearing/server.ts'), import('./clearing/tls.ts')]);
+      return startClearingServer({ target: targetFromEnv(opts.db), port, host: opts.host, tls: mutualTlsFromEnv(), logger: serverLogger() });
     });
     process.stdout.write(`holon clearing binding listening on ${running.url}\n`);
     closeOnSignal(running.close);

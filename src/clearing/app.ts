@@ -18,6 +18,7 @@ import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabi
 import { adjust, credit, readSettlement, reverse, settle } from './settlements.ts';
 import { draw, listReservations, openHold, readReservation, releaseHold, resizeHold } from './reservations.ts';
 import type { Ledger } from './ledger.ts';
+import { mutualTlsGate } from './tls.ts';
 import { checkpointSignerFromEnv, signedCheckpoint, type CheckpointSigner } from './checkpoint.ts';
 import { WritePath, writePathOptionsFromEnv, type WritePathOptions } from './write-path.ts';
 
@@ -35,6 +36,8 @@ export interface ClearingAppOptions {
   logger?: Logger;
   /** What signs `read-checkpoint`'s checkpoints (issue 23 §3); absent: `checkpointSignerFromEnv()` on first use. */
   checkpoints?: CheckpointSigner;
+  /** Who may call: `loopback` (default; the §3 gate) or `mutual-tls` (a client certificate the binding's CA signed, issue 23 §4; the app must be served over TLS). */
+  gate?: 'loopback' | 'mutual-tls';
 }
 
 type Implementation = (ledger: Ledger, request: any) => Promise<unknown>;
@@ -101,7 +104,7 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   const ledger = options.ledger ?? openLedger(options.db, options.writes);
   const app = new Koa();
   app.use(errorBodies('an unexpected failure inside the binding; nothing was changed', (error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
-  app.use(loopbackGate(['/healthz']));
+  app.use(options.gate === 'mutual-tls' ? mutualTlsGate(['/healthz']) : loopbackGate(['/healthz']));
   app.use(servedDocuments(clearingDocument));
   mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.checkpoints) });
   return app;
