@@ -2735,6 +2735,15 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description `invalid_request`: a request target that is not NUL-free UTF-8. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             /** @description `clearing_refused`: the binding refused the read (it offers no checkpoint). */
             502: {

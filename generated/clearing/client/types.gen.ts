@@ -1263,6 +1263,10 @@ export type ReadCheckpointErrors = {
      */
     403: ErrorBody;
     /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
+    /**
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
     500: ErrorBody;

@@ -2529,6 +2529,10 @@ export type ReadJournalCheckpointErrors = {
      */
     404: ErrorBody;
     /**
+     * `invalid_request`: a request target that is not NUL-free UTF-8.
+     */
+    422: ErrorBody;
+    /**
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
     429: ErrorBody;
