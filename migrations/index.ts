@@ -20,6 +20,7 @@ import * as clearingBatchLocks from './015_clearing_batch_locks.ts';
 import * as approvalInputHash from './016_approval_input_hash.ts';
 import * as mcpSessions from './018_mcp_sessions.ts';
 import * as sharedProcessState from './019_shared_process_state.ts';
+import * as journalChain from './020_journal_chain.ts';
 import * as signingKeys from './021_signing_keys.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '016_approval_input_hash': approvalInputHash,
   '018_mcp_sessions': mcpSessions,
   '019_shared_process_state': sharedProcessState,
+  '020_journal_chain': journalChain,
   '021_signing_keys': signingKeys,
 };
 

@@ -262,18 +262,33 @@ program
     });
   });
 
+program
+  .command('audit')
+  .description('check the books (issue 23 §3): the journal\'s hash chain, zero-sum entries, balances, one settlement per billed receipt, and that a checkpoint is a prefix; prints the first entry that fails and exits 1')
+  .option('--in <file>', 'a backup file (holon backup) instead of the live database')
+  .option(...dbOption)
+  .option('--checkpoint <file>', 'a checkpoint kept earlier (the JSON of GET /internal/ledger/checkpoint): the journal must extend it')
+  .option('--jwks <file>', 'the JWKS that verifies the checkpoint\'s signature (required with --checkpoint)')
+  .action(async (opts: { in?: string; db: string; checkpoint?: string; jwks?: string }) => {
+    const { runAudit } = await import('./backup/audit-command.ts');
+    const { line, ok } = await runAudit(opts);
+    process.stdout.write(`${line}\n`);
+    if (!ok) process.exitCode = 1;
+  });
+
 const clearing = program.command('clearing').description('the clearing seam');
 clearing
   .command('serve')
-  .description('run the reference clearing binding on 127.0.0.1')
+  .description('run the reference clearing binding on 127.0.0.1, or behind mutual TLS (issue 23 §4)')
   .option('--port <port>', 'TCP port', '4100')
   // Not `.holon/clearing`: that is where a running `holon serve` keeps its own binding's data.
   .option('--db <dir>', 'PGlite data directory (ignored when DATABASE_URL is set)', '.holon/binding')
-  .action(async (opts: { port: string; db: string }) => {
+  .option('--host <address>', 'the address to listen on; other than 127.0.0.1 only with mutual TLS (HOLON_CLEARING_TLS_CERT, _KEY, _CA)', '127.0.0.1')
+  .action(async (opts: { port: string; db: string; host: string }) => {
     const port = portOf(opts.port);
     const running = await starting('the clearing binding', port, async () => {
-      const [{ targetFromEnv }, { startClearingServer }] = await Promise.all([import('./db/index.ts'), import('./clearing/server.ts')]);
-      return startClearingServer({ target: targetFromEnv(opts.db), port, logger: await serverLogger() });
+      const [{ targetFromEnv }, { startClearingServer }, { mutualTlsFromEnv }] = await Promise.all([import('./db/index.ts'), import('./clearing/server.ts'), import('./clearing/tls.ts')]);
+      return startClearingServer({ target: targetFromEnv(opts.db), port, host: opts.host, tls: mutualTlsFromEnv(), logger: await serverLogger() });
     });
     process.stdout.write(`holon clearing binding listening on ${running.url}\n`);
     closeOnSignal(running.close);

@@ -9,7 +9,11 @@
  * - `old`: the binding as of commit `BENCH_OLD_COMMIT` (8a8a570, the knex settle of six round
  *   trips), extracted with `git archive` into a temporary directory that borrows this checkout's
  *   `node_modules`, on its own database `holon_bench_old` of the same server;
- * - `direct`: the same SQL on a `pg.Pool`, no HTTP.
+ * - `direct`: the same SQL on a `pg.Pool`, no HTTP;
+ * - `http-unchained`: the binding of `http` on its own database `holon_bench_unchained` of the same
+ *   server, with the journal's hash chain turned off there (its trigger
+ *   `clearing_transactions_chained` disabled, which only the bench does): the cost of the chain
+ *   (issue 23 §3) is `http` against `http-unchained` in one run.
  *
  *   DATABASE_URL=postgres://... node --import tsx bench/clearing/run.ts
  *
@@ -55,11 +59,13 @@ const FUNDING_MICROS = 1_000_000_000_000;
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The database of the `old` path on the same server: its migrations predate this checkout's. */
 const OLD_DATABASE = 'holon_bench_old';
+/** The database of the `http-unchained` path, whose journal is not chained. */
+const UNCHAINED_DATABASE = 'holon_bench_unchained';
 
 /** The ways the same work is issued (see the module comment). */
-type Path = 'http' | 'http-single' | 'old' | 'direct';
+type Path = 'http' | 'http-unchained' | 'http-single' | 'old' | 'direct';
 /** Every path, in the order a client count's cells run. */
-const PATHS: readonly Path[] = ['http', 'http-single', 'old', 'direct'];
+const PATHS: readonly Path[] = ['http', 'http-unchained', 'http-single', 'old', 'direct'];
 /** The paths that are a binding process over HTTP. */
 type HttpPath = Exclude<Path, 'direct'>;
 
@@ -95,6 +101,17 @@ async function vacuum(urls: readonly string[]): Promise<void> {
     } finally {
       await client.end();
     }
+  }
+}
+
+/** Turns the journal's hash chain off in the database at `url` (the `http-unchained` path only). */
+async function unchain(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('ALTER TABLE clearing_transactions DISABLE TRIGGER clearing_transactions_chained');
+  } finally {
+    await client.end();
   }
 }
 
@@ -208,6 +225,10 @@ function report(rows: Row[]): string {
     if (twin) lines.push(`- ${r.operation}, ${r.clients} client(s), payer ${r.payer}: ${r.path} = ${fixed(r.ops_per_s / twin.ops_per_s, 2)}× direct${vsOld}`);
   }
   const ratio = (a: Row | undefined, b: Row | undefined) => (a && b ? fixed(a.ops_per_s / b.ops_per_s, 2) : '-');
+  for (const r of rows.filter((row) => row.path === 'http' && row.operation === 'settle')) {
+    const unchained = find(rows, 'settle', 'http-unchained', r.clients, r.payer);
+    if (unchained) lines.push(`- settle, ${r.clients} client(s), payer ${r.payer}: chained journal = ${ratio(r, unchained)}× unchained`);
+  }
   const own = find(rows, 'settle', 'http', 16, 'own');
   lines.push(
     '',
@@ -247,6 +268,13 @@ async function main(): Promise<void> {
     const starts: Record<HttpPath, () => Promise<ChildBinding>> = {
       http: () => startBinding({ dir: unusedDir, env: { ...process.env, HOLON_CLEARING_GROUP_COMMIT: 'on' }, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] }),
       'http-single': () => startBinding({ dir: unusedDir, env: { ...process.env, HOLON_CLEARING_GROUP_COMMIT: 'off' } }),
+      'http-unchained': async () => {
+        const unchainedUrl = await siblingDatabase(monitor, url, UNCHAINED_DATABASE);
+        databases.push(unchainedUrl);
+        const child = await startBinding({ dir: unusedDir, env: { ...process.env, DATABASE_URL: unchainedUrl, HOLON_CLEARING_GROUP_COMMIT: 'on' } });
+        await unchain(unchainedUrl);
+        return child;
+      },
       old: async () => {
         const oldUrl = await siblingDatabase(monitor, url, OLD_DATABASE);
         databases.push(oldUrl);
@@ -260,7 +288,7 @@ async function main(): Promise<void> {
       if (p === 'direct' || bindings[p]) continue;
       const child = await starts[p]();
       const http = new JsonClient(child.url, most);
-      const fixture = p === 'old' ? await createFixture(http, `${prefix}-old`, most) : (shared ??= await createFixture(http, prefix, most));
+      const fixture = p === 'old' || p === 'http-unchained' ? await createFixture(http, `${prefix}-${p}`, most) : (shared ??= await createFixture(http, prefix, most));
       bindings[p] = { child, http, fixture };
     }
     const machine = {
@@ -311,7 +339,7 @@ async function main(): Promise<void> {
     for (const p of paths) await cell('settle', p, 'shared', most, (attempt) => settleOn(p, 'shared', `${p}-shared-${most}-a${attempt}`));
     // Reads do not batch: `http-single` would measure the same code as `http`.
     for (const clients of clientCounts) {
-      for (const p of paths.filter((q) => q !== 'http-single')) await cell('admission', p, '-', clients, () => admissionOn(p));
+      for (const p of paths.filter((q) => q !== 'http-single' && q !== 'http-unchained')) await cell('admission', p, '-', clients, () => admissionOn(p));
     }
 
     console.log(`\n${report(rows)}`);

@@ -4,7 +4,7 @@ import type { components, operations } from './types.ts';
 import type { Answered, Or, UndeclaredFields } from '../answers.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "capabilities" | "resolve-account" | "read-balance" | "read-summary" | "read-settlement" | "list-reservations" | "read-reservation" | "credit" | "settle" | "reverse" | "adjust" | "open-hold" | "resize-hold" | "draw" | "release-hold" | "create-account" | "link-agent";
+export type OperationId = "health" | "capabilities" | "resolve-account" | "read-balance" | "read-summary" | "read-settlement" | "list-reservations" | "read-reservation" | "credit" | "settle" | "reverse" | "adjust" | "open-hold" | "resize-hold" | "draw" | "release-hold" | "create-account" | "link-agent" | "read-checkpoint";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -278,6 +278,15 @@ export const operationTable: readonly Operation[] = [
     "body": {
       "$ref": "#/components/schemas/LinkAgentRequest"
     }
+  },
+  {
+    "operationId": "read-checkpoint",
+    "method": "get",
+    "path": "/internal/ledger/checkpoint",
+    "koaPath": "/internal/ledger/checkpoint",
+    "params": null,
+    "query": null,
+    "body": null
   }
 ];
 
@@ -285,6 +294,46 @@ export const operationTable: readonly Operation[] = [
 export const schemaDocument = {
   "components": {
     "schemas": {
+      "Checkpoint": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "size",
+          "head",
+          "signed_at",
+          "jws"
+        ],
+        "description": "A signed point of the journal's hash chain (issue 23 §3).",
+        "properties": {
+          "size": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Journal entries chained, in commit order."
+          },
+          "head": {
+            "description": "SHA-256 (lower-case hex) of the chain at position `size`: of the canonical JSON of the entry there and the hash before it; null when `size` is 0.",
+            "oneOf": [
+              {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "signed_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the checkpoint was signed."
+          },
+          "jws": {
+            "type": "string",
+            "maxLength": 4096,
+            "description": "Compact JWS (alg EdDSA, a `kid` of the signer's JWKS) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`."
+          }
+        }
+      },
       "ErrorCode": {
         "type": "string",
         "description": "The error vocabulary of clearing-contract §7.2, each code with its meaning (`x-enumDescriptions`) and its HTTP status or statuses (`x-holon-status`). A binding MAY add codes; a caller treats an unknown code as the status alone.",

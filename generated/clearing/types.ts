@@ -360,10 +360,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/ledger/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A signed checkpoint of the journal's hash chain (reference binding extension)
+         * @description The reference binding's own door, outside the contract (§14; issue 23 §3): how many journal entries are chained (`size`), the hash of the last (`head`) and when this was signed (`signed_at`), with a compact JWS (EdDSA) over the canonical JSON (RFC 8785) of those three fields. An auditor who keeps it checks later, with `holon audit --checkpoint`, that the journal still extends it. Reads only.
+         */
+        get: operations["read-checkpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A signed point of the journal's hash chain (issue 23 §3). */
+        Checkpoint: {
+            /** @description Journal entries chained, in commit order. */
+            size: number;
+            /** @description SHA-256 (lower-case hex) of the chain at position `size`: of the canonical JSON of the entry there and the hash before it; null when `size` is 0. */
+            head: string | null;
+            /**
+             * Format: date-time
+             * @description When the checkpoint was signed.
+             */
+            signed_at: string;
+            /** @description Compact JWS (alg EdDSA, a `kid` of the signer's JWKS) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`. */
+            jws: string;
+        };
         /**
          * @description The error vocabulary of clearing-contract §7.2, each code with its meaning (`x-enumDescriptions`) and its HTTP status or statuses (`x-holon-status`). A binding MAY add codes; a caller treats an unknown code as the status alone.
          * @enum {string}
@@ -1267,6 +1301,29 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "read-checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkpoint, signed now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Checkpoint"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
         };

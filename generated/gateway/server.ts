@@ -4,7 +4,7 @@ import type { components, operations } from './types.ts';
 import type { Answered, Or, UndeclaredFields } from '../answers.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "read-jwks" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file" | "read-catalog" | "read-features" | "try-demo";
+export type OperationId = "health" | "read-jwks" | "search-agents" | "publish-agent" | "read-agent" | "call" | "list-approvals" | "read-approval" | "decide-approval" | "list-receipts" | "read-receipt" | "read-mandate" | "list-accounts" | "list-settlements" | "signup" | "github-signin" | "github-callback" | "github-exchange" | "read-me" | "list-mandates" | "create-mandate" | "create-key" | "revoke-key" | "admin-credit" | "yank-agent" | "my-agents" | "admin-list-accounts" | "admin-disable-account" | "admin-yank-agent" | "read-journal-checkpoint" | "admin-log" | "set-credential" | "delete-credential" | "draft-agent" | "upload-file" | "download-file" | "read-catalog" | "read-features" | "try-demo";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -600,6 +600,15 @@ export const operationTable: readonly Operation[] = [
     "body": {
       "$ref": "#/components/schemas/YankRequest"
     }
+  },
+  {
+    "operationId": "read-journal-checkpoint",
+    "method": "get",
+    "path": "/v0/journal/checkpoint",
+    "koaPath": "/v0/journal/checkpoint",
+    "params": null,
+    "query": null,
+    "body": null
   },
   {
     "operationId": "admin-log",
@@ -3229,6 +3238,45 @@ export const schemaDocument = {
             "type": "string",
             "minLength": 1,
             "maxLength": 1000
+          }
+        }
+      },
+      "JournalCheckpoint": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "size",
+          "head",
+          "signed_at",
+          "jws"
+        ],
+        "description": "A signed point of the journal's hash chain (issue 23 §3), as the clearing binding signed it.",
+        "properties": {
+          "size": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Journal entries chained, in commit order."
+          },
+          "head": {
+            "description": "SHA-256 (lower-case hex) of the chain at position `size`; null when `size` is 0.",
+            "oneOf": [
+              {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "signed_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the checkpoint was signed."
+          },
+          "jws": {
+            "type": "string",
+            "description": "Compact JWS (alg EdDSA) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`."
           }
         }
       },

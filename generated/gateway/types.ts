@@ -532,6 +532,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v0/journal/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A signed checkpoint of the journal (issue 23 §3)
+         * @description Admin key. The binding's checkpoint of its journal's hash chain (`GET /internal/ledger/checkpoint` of the clearing seam): how many entries are chained (`size`), the hash of the last (`head`), when it was signed, and a compact JWS (EdDSA) over the canonical JSON of those three. Keep it: `holon audit --checkpoint FILE --jwks FILE` later checks that the journal still extends it.
+         */
+        get: operations["read-journal-checkpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v0/admin/log": {
         parameters: {
             query?: never;
@@ -1307,6 +1327,20 @@ export interface components {
         };
         YankRequest: {
             reason: string;
+        };
+        /** @description A signed point of the journal's hash chain (issue 23 §3), as the clearing binding signed it. */
+        JournalCheckpoint: {
+            /** @description Journal entries chained, in commit order. */
+            size: number;
+            /** @description SHA-256 (lower-case hex) of the chain at position `size`; null when `size` is 0. */
+            head: string | null;
+            /**
+             * Format: date-time
+             * @description When the checkpoint was signed.
+             */
+            signed_at: string;
+            /** @description Compact JWS (alg EdDSA) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`. */
+            jws: string;
         };
         ModerationEntry: {
             id: number;
@@ -2746,6 +2780,49 @@ export interface operations {
                 };
             };
             429: components["responses"]["RateLimited"];
+        };
+    };
+    "read-journal-checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkpoint, signed now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JournalCheckpoint"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `invalid_request`: a request target that is not NUL-free UTF-8. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description `clearing_refused`: the binding refused the read (it offers no checkpoint). */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
         };
     };
     "admin-log": {

@@ -91,7 +91,7 @@ async function columnsOfType(db: Knex | Knex.Transaction, table: string, types: 
 }
 
 /** The json/jsonb columns of a table, which need their values written as JSON text. */
-const jsonColumns = (db: Knex | Knex.Transaction, table: string) => columnsOfType(db, table, ['json', 'jsonb']);
+export const jsonColumns = (db: Knex | Knex.Transaction, table: string) => columnsOfType(db, table, ['json', 'jsonb']);
 
 /** The bytea columns of a table (uploaded files): written to the backup as base64 text, decoded on restore. */
 const byteaColumns = (db: Knex | Knex.Transaction, table: string) => columnsOfType(db, table, ['bytea']);
@@ -139,21 +139,25 @@ const FETCH_ROWS = 500;
 const FETCH_ROWS_WITH_FILES = 1;
 
 /**
- * Every row of `table`, read through a cursor of the transaction `trx` (Postgres and PGlite alike)
- * `batch` rows at a time, so a backup's memory does not grow with the database.
+ * The rows of `query` (SQL with no bindings), read through the cursor `name` of the transaction
+ * `trx` (Postgres and PGlite alike) `batch` rows at a time, so memory does not grow with the
+ * database. Two cursors of one transaction need two names.
  */
-async function* rowsOf(trx: Knex.Transaction, table: string, batch: number): AsyncGenerator<Record<string, unknown>> {
-  await trx.raw(`DECLARE holon_backup_rows NO SCROLL CURSOR FOR SELECT * FROM "${table}"`);
+export async function* cursorRows(trx: Knex.Transaction, query: string, batch: number, name = 'holon_backup_rows'): AsyncGenerator<Record<string, any>> {
+  await trx.raw(`DECLARE ${name} NO SCROLL CURSOR FOR ${query}`);
   try {
     for (;;) {
-      const { rows } = await trx.raw(`FETCH ${batch} FROM holon_backup_rows`);
+      const { rows } = await trx.raw(`FETCH ${batch} FROM ${name}`);
       if (rows.length === 0) return;
       yield* rows;
     }
   } finally {
-    await trx.raw('CLOSE holon_backup_rows');
+    await trx.raw(`CLOSE ${name}`);
   }
 }
+
+/** Every row of `table` through {@link cursorRows}, `batch` at a time. */
+const rowsOf = (trx: Knex.Transaction, table: string, batch: number) => cursorRows(trx, `SELECT * FROM "${table}"`, batch);
 
 /** Bytes of backup lines gathered before one write to the file: 64 KiB (plus the line that passed it). */
 const WRITE_CHUNK_BYTES = 64 * 1024;

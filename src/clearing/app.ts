@@ -20,6 +20,8 @@ import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabi
 import { adjust, credit, readSettlement, reverse, settle } from './settlements.ts';
 import { draw, listReservations, openHold, readReservation, releaseHold, resizeHold } from './reservations.ts';
 import type { Ledger } from './ledger.ts';
+import { mutualTlsGate } from './tls.ts';
+import { checkpointSignerFromEnv, signedCheckpoint, type CheckpointSigner } from './checkpoint.ts';
 import { WritePath, writePathOptionsFromEnv, type WritePathOptions } from './write-path.ts';
 
 /** Options of `createClearingApp`. */
@@ -34,6 +36,10 @@ export interface ClearingAppOptions {
   ledger?: Ledger;
   /** Where unexpected failures are reported. */
   logger?: Logger;
+  /** What signs `read-checkpoint`'s checkpoints (issue 23 §3); absent: `checkpointSignerFromEnv()` on first use. */
+  checkpoints?: CheckpointSigner;
+  /** Who may call: `loopback` (default; the §3 gate) or `mutual-tls` (a client certificate the binding's CA signed, issue 23 §4; the app must be served over TLS). */
+  gate?: 'loopback' | 'mutual-tls';
 }
 
 type Implementation = (ledger: Ledger, request: any) => Promise<unknown>;
@@ -79,15 +85,17 @@ export function openLedger(db: Knex, writes: WritePathOptions = writePathOptions
   return { db, writes: new WritePath(db, writes), links: newLinkCache() };
 }
 
-/** The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the operations `offered`. */
-export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS): ClearingHandlers {
+/** The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the operations `offered`; checkpoints signed by `checkpoints` (default: from the environment). */
+export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS, checkpoints?: CheckpointSigner): ClearingHandlers {
   const document = capabilityDocument(offered);
+  let signer: Promise<CheckpointSigner> | null = checkpoints ? Promise.resolve(checkpoints) : null;
   const bind = (implementation: Implementation): MountedHandler => (request) => implementation(ledger, request);
   const handlers: ClearingHandlers = {
     health: async () => ({ ok: true }),
     capabilities: async () => document,
     'create-account': bind(createAccount),
     'link-agent': bind(linkAgent),
+    'read-checkpoint': async () => signedCheckpoint(ledger.db, await (signer ??= checkpointSignerFromEnv())),
   };
   for (const name of offered) handlers[name] = bind(implementations[name]);
   return handlers;
@@ -100,9 +108,9 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   // Outermost: each request's id, its span continuing the gateway's traceparent, its metrics (issue 22).
   app.use(observeRequests('clearing', [METRICS_PATH]));
   app.use(errorBodies('an unexpected failure inside the binding; nothing was changed', (error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
-  app.use(loopbackGate(['/healthz']));
+  app.use(options.gate === 'mutual-tls' ? mutualTlsGate(['/healthz']) : loopbackGate(['/healthz']));
   app.use(metricsRoute({ key: null }));
   app.use(servedDocuments(clearingDocument));
-  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations) });
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.checkpoints) });
   return app;
 }

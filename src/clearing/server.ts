@@ -4,6 +4,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import { requestLogger } from '../observe/log-context.ts';
 import { openDatabase, type DatabaseTarget } from '../db/index.ts';
@@ -14,6 +15,7 @@ import { createClearingApp, openLedger } from './app.ts';
 import type { OperationName } from './capabilities.ts';
 import { expireHolds, type Ledger } from './ledger.ts';
 import type { WritePathOptions } from './write-path.ts';
+import type { MutualTls } from './tls.ts';
 
 /** The open holds and the micro-units they hold undrawn (`holon_holds_open`, `holon_holds_open_micros`). */
 const OPEN_HOLDS = { name: 'holon_metrics_open_holds', text: `SELECT count(*)::bigint AS n, coalesce(sum(amount - drawn), 0)::bigint AS micros FROM clearing_holds WHERE status = 'open'` };
@@ -29,6 +31,10 @@ export interface ClearingServerOptions {
   /** Interval of the expiry sweep, in milliseconds (default 60 000). */
   sweep_ms?: number;
   logger?: Logger;
+  /** Mutual TLS (issue 23 §4): served over https, every caller needs a client certificate `tls.ca` signed; absent, plain http behind the loopback gate. */
+  tls?: MutualTls | null;
+  /** The address to listen on (default 127.0.0.1; another only with `tls`: a binding off loopback must authenticate its callers). */
+  host?: string;
 }
 
 /** A running binding: its base URL, its ledger (for a door in the same process) and how to stop it. */
@@ -47,8 +53,16 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
   collectProcessMetrics();
   const database = await openDatabase(options.target);
   const ledger = openLedger(database.knex, options.writes);
-  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger });
-  const server = app.listen(options.port, '127.0.0.1');
+  const tls = options.tls ?? null;
+  const host = options.host ?? '127.0.0.1';
+  if (!tls && host !== '127.0.0.1') {
+    await database.close();
+    throw new Error(`a binding listening on ${host} must authenticate its callers: set HOLON_CLEARING_TLS_CERT, HOLON_CLEARING_TLS_KEY and HOLON_CLEARING_TLS_CA`);
+  }
+  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger, gate: tls ? 'mutual-tls' : 'loopback' });
+  const server: Server = tls
+    ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: true, rejectUnauthorized: false }, app.callback()).listen(options.port, host)
+    : app.listen(options.port, host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const sweep = setInterval(() => {
     expireHolds(database.knex).catch((error) => logger.error({ err: error }, 'expiry sweep failed'));
@@ -62,7 +76,7 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
   ];
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${tls ? 'https' : 'http'}://${host}:${port}`,
     ledger,
     server,
     async close() {

@@ -74,4 +74,8 @@ export class InProcessClearingPort implements ClearingPort {
   createAccount(account: string) {
     return this.invoke(`create-account ${account}`, 'create-account', {}, { account });
   }
+
+  readCheckpoint() {
+    return this.invoke('read-checkpoint', 'read-checkpoint', {});
+  }
 }

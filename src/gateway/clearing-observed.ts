@@ -19,6 +19,7 @@ const OPERATIONS: Record<keyof ClearingPort, string> = {
   settle: 'settle',
   credit: 'credit',
   createAccount: 'create-account',
+  readCheckpoint: 'read-checkpoint',
 };
 
 /** Runs one request of `operation` in its span and counts it. */

@@ -125,6 +125,8 @@ export interface ClearingPort {
   credit(txnId: string, account: string, amount: number, ref: string, simulated: boolean): Promise<OperationResult<'credit'>>;
   /** The reference binding's own door (an extension, not the contract, §14): create a holder account. */
   createAccount(account: string): Promise<OperationResult<'create-account'>>;
+  /** The reference binding's own door (§14, issue 23 §3): a signed checkpoint of its journal's hash chain. */
+  readCheckpoint(): Promise<OperationResult<'read-checkpoint'>>;
 }
 
 /** The seam over HTTP: the generated clearing client bound to one binding's URL, every request bounded by the timeouts. */
@@ -161,5 +163,9 @@ export class HttpClearingPort implements ClearingPort {
 
   createAccount(account: string) {
     return settled(`create-account ${account}`, sdk.createAccount({ client: this.client, body: { account } }));
+  }
+
+  readCheckpoint() {
+    return settled('read-checkpoint', sdk.readCheckpoint({ client: this.client }));
   }
 }

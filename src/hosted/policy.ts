@@ -46,6 +46,7 @@ export const OPERATION_PRINCIPALS: Readonly<Record<OperationId, readonly Princip
   'admin-disable-account': ['admin'],
   'admin-yank-agent': ['admin'],
   'admin-log': ['admin'],
+  'read-journal-checkpoint': ['admin'],
   // Endpoint credentials and drafts: the namespace owner's human key (another account's namespace is 404).
   'set-credential': ['human'],
   'delete-credential': ['human'],

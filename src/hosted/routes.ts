@@ -260,6 +260,8 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: GatewayHandlers)
 
     'admin-yank-agent': async ({ params, body }: OperationRequest<'admin-yank-agent'>) => yankByOperator(deps.publish, `${params.ns}/${params.name}`, params.version, body.reason),
 
+    'read-journal-checkpoint': async () => clearing.readCheckpoint().catch(clearingFailure),
+
     'admin-log': async ({ query }: OperationRequest<'admin-log'>) => ({ entries: await readLog(db, query.limit ?? 100, query.before) }),
     'upload-file': async (_request, ctx, principal) => uploadFile(deps.files, ctx, (principal as Extract<Principal, { kind: 'human' | 'agent' }>).account),
 

@@ -166,6 +166,7 @@ const CASES: Record<string, { cell: () => Promise<Cell>; expected: Expected }> =
     expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 },
   },
   'admin-log': { cell: async () => ({ path: '/v0/admin/log' }), expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 } },
+  'read-journal-checkpoint': { cell: async () => ({ path: '/v0/journal/checkpoint' }), expected: { none: 401, humanA: 403, agentA: 403, humanB: 403, agentB: 403, admin: 200 } },
   // Endpoint credentials: A's namespace; B's human key gets 404 as for any other account's resource.
   'set-credential': {
     cell: async () => ({ path: `/v0/agents/${A.handle}/bot/credential`, body: { token: 'tok-123' } }),

@@ -5,6 +5,28 @@ export type ClientOptions = {
 };
 
 /**
+ * A signed point of the journal's hash chain (issue 23 §3).
+ */
+export type Checkpoint = {
+    /**
+     * Journal entries chained, in commit order.
+     */
+    size: number;
+    /**
+     * SHA-256 (lower-case hex) of the chain at position `size`: of the canonical JSON of the entry there and the hash before it; null when `size` is 0.
+     */
+    head: string | null;
+    /**
+     * When the checkpoint was signed.
+     */
+    signed_at: string;
+    /**
+     * Compact JWS (alg EdDSA, a `kid` of the signer's JWKS) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`.
+     */
+    jws: string;
+};
+
+/**
  * The error vocabulary of clearing-contract §7.2, each code with its meaning (`x-enumDescriptions`) and its HTTP status or statuses (`x-holon-status`). A binding MAY add codes; a caller treats an unknown code as the status alone.
  */
 export type ErrorCode = 'not_permitted' | 'not_offered' | 'no_such_object' | 'no_such_route' | 'invalid_request' | 'insufficient_funds' | 'terms_conflict' | 'already_reversed' | 'not_reversible' | 'closed' | 'internal_error';
@@ -1227,3 +1249,36 @@ export type LinkAgentResponses = {
 };
 
 export type LinkAgentResponse = LinkAgentResponses[keyof LinkAgentResponses];
+
+export type ReadCheckpointData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/internal/ledger/checkpoint';
+};
+
+export type ReadCheckpointErrors = {
+    /**
+     * `not_permitted`: the caller may not talk to this binding (clearing-contract §3, §7.2).
+     */
+    403: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
+     */
+    500: ErrorBody;
+};
+
+export type ReadCheckpointError = ReadCheckpointErrors[keyof ReadCheckpointErrors];
+
+export type ReadCheckpointResponses = {
+    /**
+     * The checkpoint, signed now.
+     */
+    200: Checkpoint;
+};
+
+export type ReadCheckpointResponse = ReadCheckpointResponses[keyof ReadCheckpointResponses];

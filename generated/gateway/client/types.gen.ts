@@ -801,6 +801,28 @@ export type YankRequest = {
     reason: string;
 };
 
+/**
+ * A signed point of the journal's hash chain (issue 23 §3), as the clearing binding signed it.
+ */
+export type JournalCheckpoint = {
+    /**
+     * Journal entries chained, in commit order.
+     */
+    size: number;
+    /**
+     * SHA-256 (lower-case hex) of the chain at position `size`; null when `size` is 0.
+     */
+    head: string | null;
+    /**
+     * When the checkpoint was signed.
+     */
+    signed_at: string;
+    /**
+     * Compact JWS (alg EdDSA) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`.
+     */
+    jws: string;
+};
+
 export type ModerationEntry = {
     id: number;
     action: 'disable_account' | 'yank_agent';
@@ -2554,6 +2576,55 @@ export type AdminYankAgentResponses = {
 };
 
 export type AdminYankAgentResponse = AdminYankAgentResponses[keyof AdminYankAgentResponses];
+
+export type ReadJournalCheckpointData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v0/journal/checkpoint';
+};
+
+export type ReadJournalCheckpointErrors = {
+    /**
+     * Hosted: `key_required` (this operation needs a key) or `invalid_key` (unknown, revoked or expired).
+     */
+    401: ErrorBody;
+    /**
+     * `not_permitted`: the DNS-rebinding gate refused the request (its `Host` is not a name of this gateway, its `Origin` another web page, or, on a loopback gateway, its peer is not local); hosted: `wrong_principal`, this kind of key may not do this (gateway §7 "Principals").
+     */
+    403: ErrorBody;
+    /**
+     * No such agent, mandate, approval, receipt, key or account; or, on the dev gateway, `not_offered`: the operation is the hosted gateway's (gateway §7).
+     */
+    404: ErrorBody;
+    /**
+     * `invalid_request`: a request target that is not NUL-free UTF-8.
+     */
+    422: ErrorBody;
+    /**
+     * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
+     */
+    429: ErrorBody;
+    /**
+     * `clearing_refused`: the binding refused the read (it offers no checkpoint).
+     */
+    502: ErrorBody;
+    /**
+     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     */
+    503: ErrorBody;
+};
+
+export type ReadJournalCheckpointError = ReadJournalCheckpointErrors[keyof ReadJournalCheckpointErrors];
+
+export type ReadJournalCheckpointResponses = {
+    /**
+     * The checkpoint, signed now.
+     */
+    200: JournalCheckpoint;
+};
+
+export type ReadJournalCheckpointResponse = ReadJournalCheckpointResponses[keyof ReadJournalCheckpointResponses];
 
 export type AdminLogData = {
     body?: never;

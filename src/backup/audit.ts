@@ -1,0 +1,205 @@
+/**
+ * `holon audit` (issue 23 §3): checks the books of a live database or of a backup loaded into a
+ * scratch database (`audit-source.ts`), reading every table through cursors, a bounded number of
+ * rows at a time, so its memory does not grow with the journal. In this order, stopping at the
+ * first failure, which names the entry (or account, or receipt) and says why:
+ *
+ * 1. The hash chain, position by position: the chain has no gap, every chained entry is in the
+ *    journal, its postings sum to zero, and its hash is the SHA-256 of the canonical JSON (RFC
+ *    8785, the `canonicalize` library) of `{entry, prev}`, as `clearing_chain_append.sql` computes
+ *    it. With a checkpoint: the entry at its `size` hashes to its `head` (the checkpoint is a
+ *    prefix of this journal).
+ * 2. Every entry of the journal is in the chain (none was written without its hash).
+ * 3. Every account's balance, as the binding keeps it, is the sum of its postings.
+ * 4. Every billed receipt with an own cost has exactly one settlement (`settle:<gateway>:<receipt>`)
+ *    of that amount, and every such settlement a billed receipt (gateway §4, clearing-contract §13).
+ */
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { Knex } from 'knex';
+import { parseMoney } from '../contracts/money.ts';
+import type { ChainPoint } from '../clearing/checkpoint.ts';
+import { cursorRows } from './backup.ts';
+
+/** Rows fetched from a cursor at once: 500 (an entry row carries its postings). */
+const FETCH_ROWS = 500;
+
+/** What an audit reads: the binding's tables (`clearing`) and the gateway's (`gateway`, absent for a binding's own database). */
+export interface AuditSource {
+  clearing: Knex;
+  gateway: Knex | null;
+}
+
+/** Why the books fail, naming the first thing that does. */
+export interface AuditFailure {
+  /** The journal entry (transaction id) that fails, when the failure is an entry's. */
+  entry: string | null;
+  /** Its position in the chain, when it has one. */
+  position: number | null;
+  /** One sentence: what is wrong, with the figures. */
+  reason: string;
+}
+
+/** What an audit found: the failure (null when the books pass) and what it read. */
+export interface AuditReport {
+  failure: AuditFailure | null;
+  /** Entries chained and the head of the chain as recomputed. */
+  chain: ChainPoint;
+  accounts: number;
+  /** Billed receipts with an own cost, each matched to its settlement. */
+  settled_receipts: number;
+}
+
+/** The hash of a chained entry: SHA-256 (hex) of the canonical JSON of `{entry, prev}` (`clearing_chain_append.sql`). */
+export function chainHash(entry: unknown, prev: string | null): string {
+  return createHash('sha256').update(canonicalize({ entry, prev })!, 'utf8').digest('hex');
+}
+
+/** The chain with each position's stored hash and its entry as `clearing_chain_append.sql` builds it (null when the entry is gone), and the sum of its postings. */
+const CHAIN_SQL = `SELECT c.position::text AS position, c.txn_id AS chained, c.hash, t.txn_id, t.door, t.account, t.amount::text AS amount, t.terms,
+    t.reverses, t.hold_id, t.reason, t.actor, t.ref, t.memo, t.simulated,
+    (SELECT coalesce(json_agg(json_build_object('account', p.account, 'delta', p.delta::text, 'kind', p.kind) ORDER BY p.id), '[]')
+       FROM clearing_postings p WHERE p.txn_id = c.txn_id) AS postings,
+    (SELECT coalesce(sum(p.delta), 0)::text FROM clearing_postings p WHERE p.txn_id = c.txn_id) AS total
+  FROM clearing_journal_chain c LEFT JOIN clearing_transactions t ON t.txn_id = c.txn_id ORDER BY c.position`;
+
+/** Walks the chain (check 1); answers its recomputed point, or the first failure. */
+async function checkChain(trx: Knex.Transaction, checkpoint: ChainPoint | null): Promise<{ point: ChainPoint; failure: AuditFailure | null }> {
+  let prev: string | null = null;
+  let size = 0;
+  for await (const row of cursorRows(trx, CHAIN_SQL, FETCH_ROWS, 'holon_audit_chain')) {
+    const position = Number(row.position);
+    const fail = (reason: string) => ({ point: { size, head: prev }, failure: { entry: row.chained as string, position, reason } });
+    if (position !== size + 1) return fail(`the chain jumps from position ${size} to ${position}: ${position - size - 1} chained entr${position - size - 1 === 1 ? 'y is' : 'ies are'} gone`);
+    if (row.txn_id === null) return fail(`entry ${row.chained} at position ${position} is missing from the journal`);
+    if (row.total !== '0') return fail(`entry ${row.txn_id} at position ${position} does not sum to zero: its postings sum to ${row.total}`);
+    const { position: _p, chained: _c, hash: _h, total: _t, ...entry } = row;
+    const hash = chainHash(entry, prev);
+    if (hash !== row.hash) return fail(`entry ${row.txn_id} at position ${position} does not match its hash: the chain holds ${row.hash}, its contents and the entry before give ${hash}`);
+    prev = hash;
+    size = position;
+    if (checkpoint !== null && size === checkpoint.size && hash !== checkpoint.head) {
+      return fail(`the checkpoint is not a prefix of this journal: at its size ${checkpoint.size}, entry ${row.txn_id} hashes to ${hash}, the checkpoint's head is ${checkpoint.head}`);
+    }
+  }
+  const point = { size, head: prev };
+  if (checkpoint !== null && checkpoint.size > size) {
+    return { point, failure: { entry: null, position: null, reason: `the checkpoint is not a prefix of this journal: it has ${checkpoint.size} entries, the journal ${size}` } };
+  }
+  return { point, failure: null };
+}
+
+/** Check 2: the first entry of the journal that is not in the chain. */
+async function checkUnchained(trx: Knex.Transaction): Promise<AuditFailure | null> {
+  const row = await trx('clearing_transactions as t')
+    .whereNotExists(trx('clearing_journal_chain as c').whereRaw('c.txn_id = t.txn_id').select(trx.raw('1')))
+    .orderBy([{ column: 't.created_at' }, { column: 't.txn_id' }])
+    .first('t.txn_id');
+  return row ? { entry: row.txn_id, position: null, reason: `entry ${row.txn_id} is in the journal but not in the chain: it was written without its hash` } : null;
+}
+
+/** Each account with the balance the binding keeps (a holder's row, or a machinery account's stripes) and the sum of its postings. */
+const BALANCES_SQL = `SELECT a.id,
+    (CASE WHEN a.kind = 'holder' THEN a.balance ELSE (SELECT coalesce(sum(m.balance), 0) FROM clearing_machinery_balances m WHERE m.account = a.id) END)::text AS kept,
+    (SELECT coalesce(sum(p.delta), 0) FROM clearing_postings p WHERE p.account = a.id)::text AS lines
+  FROM clearing_accounts a ORDER BY a.id`;
+
+/** Check 3: answers the accounts read, or the first whose balance is not the sum of its postings. */
+async function checkBalances(trx: Knex.Transaction): Promise<{ accounts: number; failure: AuditFailure | null }> {
+  let accounts = 0;
+  for await (const row of cursorRows(trx, BALANCES_SQL, FETCH_ROWS, 'holon_audit_balances')) {
+    accounts += 1;
+    if (row.kept !== row.lines) {
+      return { accounts, failure: { entry: null, position: null, reason: `account ${row.id} has balance ${row.kept}, but its postings sum to ${row.lines}` } };
+    }
+  }
+  return { accounts, failure: null };
+}
+
+/** A side of the receipt ⇄ settlement join: rows sorted by receipt id (byte order). */
+type Sorted = AsyncIterator<Record<string, any>>;
+
+/**
+ * Check 4: a merge join of the billed receipts with an own cost (gateway) and the settlements of
+ * this gateway (binding), both sorted by receipt id, so neither side is held in memory.
+ */
+async function checkSettlements(gateway: Knex.Transaction, clearing: Knex.Transaction): Promise<{ settled: number; failure: AuditFailure | null }> {
+  const identity = await gateway('gateway_identity').first('id');
+  if (!identity) return { settled: 0, failure: null };
+  const prefix = `settle:${identity.id}:`;
+  const receipts: Sorted = cursorRows(
+    gateway,
+    `SELECT id, document->'cost'->>'own' AS own FROM gateway_receipts WHERE (document->>'billed')::boolean ORDER BY id COLLATE "C"`,
+    FETCH_ROWS,
+    'holon_audit_receipts',
+  )[Symbol.asyncIterator]();
+  const literal = prefix.replaceAll("'", "''");
+  const settles: Sorted = cursorRows(
+    clearing,
+    `SELECT substr(txn_id, ${prefix.length + 1}) AS receipt, txn_id, amount::text AS amount FROM clearing_transactions
+      WHERE door = 'settle' AND left(txn_id, ${prefix.length}) = '${literal}' ORDER BY txn_id COLLATE "C"`,
+    FETCH_ROWS,
+    'holon_audit_settles',
+  )[Symbol.asyncIterator]();
+  let receipt = await nextBilled(receipts);
+  let settle = (await settles.next()).value;
+  let settled = 0;
+  const fail = (entry: string | null, reason: string) => ({ settled, failure: { entry, position: null, reason } });
+  try {
+    while (receipt || settle) {
+      if (settle && (!receipt || settle.receipt < receipt.id)) return fail(settle.txn_id, `entry ${settle.txn_id} settles receipt ${settle.receipt}, which is not a billed receipt of this gateway`);
+      if (!settle || receipt!.id < settle.receipt) return fail(null, `receipt ${receipt!.id} is billed ${receipt!.own} but has no settlement ${prefix}${receipt!.id}`);
+      if (String(receipt!.own_micros) !== settle.amount) {
+        return fail(settle.txn_id, `entry ${settle.txn_id} settles ${settle.amount} micro-units, but receipt ${receipt!.id} says its own cost is ${receipt!.own} (${receipt!.own_micros} micro-units)`);
+      }
+      settled += 1;
+      receipt = await nextBilled(receipts);
+      settle = (await settles.next()).value;
+    }
+    return { settled, failure: null };
+  } finally {
+    await receipts.return?.();
+    await settles.return?.();
+  }
+}
+
+/** The next billed receipt with an own cost above zero (a billed call that cost nothing settles nothing), with that cost in micro-units. */
+async function nextBilled(receipts: Sorted): Promise<{ id: string; own: string; own_micros: number } | undefined> {
+  for (;;) {
+    const { value, done } = await receipts.next();
+    if (done) return undefined;
+    const own_micros = parseMoney(String(value.own));
+    if (own_micros > 0) return { id: value.id, own: value.own, own_micros };
+  }
+}
+
+/** Whether `db` has the gateway's receipts (a binding's own database has not). */
+async function hasReceipts(db: Knex.Transaction): Promise<boolean> {
+  return (await db.raw(`SELECT to_regclass('gateway_receipts') IS NOT NULL AS present`)).rows[0].present;
+}
+
+/**
+ * Audits `source`: the four checks above, each store read in one repeatable-read transaction (one
+ * consistent snapshot while a gateway runs on Postgres). `checkpoint`: a verified checkpoint the
+ * journal must extend.
+ */
+export async function audit(source: AuditSource, checkpoint: ChainPoint | null = null): Promise<AuditReport> {
+  return source.clearing.transaction(
+    async (clearing) => {
+      const { point, failure } = await checkChain(clearing, checkpoint);
+      const report = (failure: AuditFailure | null, accounts = 0, settled_receipts = 0): AuditReport => ({ failure, chain: point, accounts, settled_receipts });
+      if (failure) return report(failure);
+      const unchained = await checkUnchained(clearing);
+      if (unchained) return report(unchained);
+      const balances = await checkBalances(clearing);
+      if (balances.failure || source.gateway === null) return report(balances.failure, balances.accounts);
+      const settle = (gateway: Knex.Transaction) => checkSettlements(gateway, clearing);
+      const settlements =
+        source.gateway === source.clearing
+          ? (await hasReceipts(clearing)) ? await settle(clearing) : { settled: 0, failure: null }
+          : await source.gateway.transaction(async (gateway) => ((await hasReceipts(gateway)) ? settle(gateway) : { settled: 0, failure: null }), { isolationLevel: 'repeatable read' });
+      return report(settlements.failure, balances.accounts, settlements.settled);
+    },
+    { isolationLevel: 'repeatable read' },
+  );
+}

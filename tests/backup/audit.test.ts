@@ -1,0 +1,247 @@
+/**
+ * `holon audit` and the journal's hash chain (issue 23 §3), on the engine of the run: a binding
+ * with credits, settles, a reversal, a hold and a draw, and one receipt settled under the
+ * gateway's identity, passes; each tampering that a superuser could do with every trigger off
+ * (`session_replication_role = replica`) is found, naming the entry (or the account): a line's
+ * amount changed, two lines changed so the entry still sums to zero, an entry deleted, two entries
+ * swapped in the chain, an entry appended without its hash, a receipt's cost edited, a balance
+ * edited, and a checkpoint from another journal. Each tampering is undone before the next test.
+ * A kept checkpoint still passes after more entries; its signature must verify against the JWKS.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import type { Knex } from 'knex';
+import { audit, chainHash } from '../../src/backup/audit.ts';
+import { runAudit } from '../../src/backup/audit-command.ts';
+import { backup, storesOf } from '../../src/backup/backup.ts';
+import { ephemeralSigner, verifyCheckpoint, type CheckpointSigner, type SignedCheckpoint } from '../../src/clearing/checkpoint.ts';
+import { createClearingApp } from '../../src/clearing/app.ts';
+import supertest from 'supertest';
+import { openFreshDatabase, unique, inOneHour } from '../helpers/clearing.ts';
+import { setUp, useOpened } from '../helpers/hooks.ts';
+
+let signer: CheckpointSigner;
+setUp(async () => {
+  signer = await ephemeralSigner('test-checkpoint');
+});
+
+/** A fresh database with a binding app over it. */
+async function openJournal() {
+  const fresh = await openFreshDatabase();
+  const http = supertest(createClearingApp({ db: fresh.db.knex, checkpoints: signer }).callback());
+  return { knex: fresh.db.knex, http, dispose: fresh.dispose };
+}
+
+const journal = useOpened('the audited journal', openJournal, (j) => j.dispose());
+const other = useOpened('another journal', openJournal, (j) => j.dispose());
+
+/** The ids the tests tamper with. */
+const ids = { caller: '', owner: '', settle: '', receiptSettle: '', receipt: 'r1', credit: '' };
+
+setUp(async () => {
+  const { http, knex } = journal;
+  ids.caller = unique('caller');
+  ids.owner = unique('owner');
+  for (const account of [ids.caller, ids.owner]) await http.post('/internal/reference/accounts').send({ account }).expect(200);
+  ids.credit = unique('fund');
+  await http.post('/internal/ledger/purchase').send({ txnId: ids.credit, account: ids.caller, amount: 5_000_000 }).expect(200);
+  ids.settle = unique('work');
+  await http.post('/internal/ledger/charge').send({ txnId: ids.settle, caller: ids.caller, owner: ids.owner, rate: 250_000, retail: 300_000, ref: 'a call', memo: 'naïve "quoted" memo\n' }).expect(200);
+  const reversed = unique('work');
+  await http.post('/internal/ledger/charge').send({ txnId: reversed, caller: ids.caller, owner: ids.owner, rate: 90, retail: 100 }).expect(200);
+  await http.post('/internal/ledger/reverse').send({ txnId: unique('undo'), reverses: reversed, reason: 'refund' }).expect(200);
+  const holdId = unique('hold');
+  await http.post('/internal/ledger/hold').send({ holdId, account: ids.caller, amount: 700_000, expiresAt: inOneHour() }).expect(200);
+  const drawee = unique('drawee');
+  await http.post('/internal/reference/accounts').send({ account: drawee }).expect(200);
+  await http.post('/internal/ledger/draw').send({ holdId, txnId: unique('win'), caller: ids.caller, owner: drawee, lines: [{ meter: 'tokens', amount: 600 }, { meter: 'images', amount: 1 }] }).expect(200);
+  // The receipt a gateway wrote for a billed call, settled under its identity (gateway §4, contract §13).
+  const gateway = (await knex('gateway_identity').first('id')).id as string;
+  ids.receiptSettle = `settle:${gateway}:${ids.receipt}`;
+  await knex('gateway_receipts').insert({ id: ids.receipt, root_mandate: 'm', status: 'succeeded', document: JSON.stringify({ id: ids.receipt, billed: true, cost: { own: '0.4', downstream: '0', total: '0.4' } }) });
+  await http.post('/internal/ledger/charge').send({ txnId: ids.receiptSettle, caller: ids.caller, owner: ids.owner, rate: 360_000, retail: 400_000, ref: ids.receipt }).expect(200);
+  await other.http.post('/internal/reference/accounts').send({ account: 'elsewhere' }).expect(200);
+  await other.http.post('/internal/ledger/purchase').send({ txnId: 'fund-elsewhere', account: 'elsewhere', amount: 1 }).expect(200);
+});
+
+const source = () => ({ clearing: journal.knex, gateway: journal.knex });
+
+/** Runs `statements` as a superuser with every trigger and foreign key off, in one transaction. */
+async function tamper(knex: Knex, statements: Array<[string, Knex.RawBinding[]?]>): Promise<void> {
+  await knex.transaction(async (trx) => {
+    await trx.raw('SET LOCAL session_replication_role = replica');
+    for (const [sql, values] of statements) await trx.raw(sql, values ?? []);
+  });
+}
+
+/** The audit's failure after `statements`, which `undo` then reverses; the audit passes again after. */
+async function failureAfter(statements: Array<[string, Knex.RawBinding[]?]>, undo: Array<[string, Knex.RawBinding[]?]>, checkpoint: SignedCheckpoint | null = null) {
+  await tamper(journal.knex, statements);
+  try {
+    return (await audit(source(), checkpoint)).failure;
+  } finally {
+    await tamper(journal.knex, undo);
+    assert.equal((await audit(source())).failure, null, 'the books pass again once the tampering is undone');
+  }
+}
+
+const positionOf = async (txn_id: string) => Number((await journal.knex('clearing_journal_chain').where({ txn_id }).first('position')).position);
+
+test('the untouched books pass: every entry chained in commit order, each hash as the audit recomputes it', async () => {
+  const report = await audit(source());
+  assert.equal(report.failure, null);
+  const chain = await journal.knex('clearing_journal_chain').orderBy('position').select('position', 'txn_id', 'hash');
+  const entries = Number((await journal.knex('clearing_transactions').count({ n: '*' }).first())!.n);
+  assert.equal(chain.length, entries);
+  assert.deepEqual(chain.map((row) => Number(row.position)), chain.map((_, i) => i + 1));
+  assert.deepEqual(report.chain, { size: entries, head: chain.at(-1)!.hash });
+  assert.equal(report.settled_receipts, 1);
+  // The first entry's hash, computed here from what it records: SQL and `canonicalize` agree byte for byte.
+  const first = await journal.knex('clearing_transactions').where({ txn_id: chain[0].txn_id }).first();
+  const postings = await journal.knex('clearing_postings').where({ txn_id: first.txn_id }).orderBy('id').select('account', 'delta', 'kind');
+  const entry = { txn_id: first.txn_id, door: first.door, account: first.account, amount: String(first.amount), terms: first.terms, reverses: first.reverses, hold_id: first.hold_id, reason: first.reason, actor: first.actor, ref: first.ref, memo: first.memo, simulated: first.simulated, postings: postings.map((p) => ({ ...p, delta: String(p.delta) })) };
+  assert.equal(chainHash(entry, null), chain[0].hash);
+});
+
+test('a line amount changed by SQL: the entry no longer sums to zero, and is named', async () => {
+  const failure = await failureAfter(
+    [[`UPDATE clearing_postings SET delta = delta + 1 WHERE txn_id = ? AND kind = 'earn'`, [ids.settle]]],
+    [[`UPDATE clearing_postings SET delta = delta - 1 WHERE txn_id = ? AND kind = 'earn'`, [ids.settle]]],
+  );
+  assert.equal(failure?.entry, ids.settle);
+  assert.equal(failure?.position, await positionOf(ids.settle));
+  assert.match(failure!.reason, /does not sum to zero: its postings sum to 1$/);
+});
+
+test('two lines changed so the entry still sums to zero: its hash no longer matches', async () => {
+  const failure = await failureAfter(
+    [
+      [`UPDATE clearing_postings SET delta = delta + 1000 WHERE txn_id = ? AND kind = 'earn'`, [ids.settle]],
+      [`UPDATE clearing_postings SET delta = delta - 1000 WHERE txn_id = ? AND kind = 'fee'`, [ids.settle]],
+    ],
+    [
+      [`UPDATE clearing_postings SET delta = delta - 1000 WHERE txn_id = ? AND kind = 'earn'`, [ids.settle]],
+      [`UPDATE clearing_postings SET delta = delta + 1000 WHERE txn_id = ? AND kind = 'fee'`, [ids.settle]],
+    ],
+  );
+  assert.equal(failure?.entry, ids.settle);
+  assert.match(failure!.reason, /does not match its hash/);
+});
+
+test('an entry deleted with its postings: named as missing from the journal', async () => {
+  const entry = await journal.knex('clearing_transactions').where({ txn_id: ids.settle }).first();
+  const postings = await journal.knex('clearing_postings').where({ txn_id: ids.settle }).orderBy('id');
+  const failure = await failureAfter(
+    [
+      ['DELETE FROM clearing_postings WHERE txn_id = ?', [ids.settle]],
+      ['DELETE FROM clearing_transactions WHERE txn_id = ?', [ids.settle]],
+    ],
+    [
+      [journal.knex('clearing_transactions').insert({ ...entry, terms: JSON.stringify(entry.terms) }).toString()],
+      ...postings.map((p): [string] => [journal.knex('clearing_postings').insert(p).toString()]),
+    ],
+  );
+  assert.equal(failure?.entry, ids.settle);
+  assert.match(failure!.reason, /is missing from the journal/);
+});
+
+test('two entries swapped in the chain: the first of them no longer matches its hash', async () => {
+  const a = await positionOf(ids.credit);
+  const b = await positionOf(ids.settle);
+  const swap: Array<[string, Knex.RawBinding[]]> = [
+    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', ['swapping', a]],
+    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', [ids.credit, b]],
+    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', [ids.settle, a]],
+  ];
+  const back: Array<[string, Knex.RawBinding[]]> = [
+    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', ['swapping', a]],
+    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', [ids.settle, b]],
+    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', [ids.credit, a]],
+  ];
+  const failure = await failureAfter(swap, back);
+  assert.equal(failure?.entry, ids.settle);
+  assert.equal(failure?.position, a);
+  assert.match(failure!.reason, /does not match its hash/);
+});
+
+test('an entry appended without its hash: named as not in the chain', async () => {
+  const forged = unique('forged');
+  const failure = await failureAfter(
+    [
+      [`INSERT INTO clearing_transactions (txn_id, door, account, amount, terms) VALUES (?, 'credit', ?, 1000000, '{}')`, [forged, ids.owner]],
+      [`INSERT INTO clearing_postings (txn_id, account, delta, kind) VALUES (?, 'external:funding', -1000000, 'funding'), (?, ?, 1000000, 'credit')`, [forged, forged, ids.owner]],
+    ],
+    [
+      ['DELETE FROM clearing_postings WHERE txn_id = ?', [forged]],
+      ['DELETE FROM clearing_transactions WHERE txn_id = ?', [forged]],
+    ],
+  );
+  assert.deepEqual(failure, { entry: forged, position: null, reason: `entry ${forged} is in the journal but not in the chain: it was written without its hash` });
+});
+
+test("a receipt's cost edited: its settlement is named with both figures", async () => {
+  const failure = await failureAfter(
+    [[`UPDATE gateway_receipts SET document = jsonb_set(document, '{cost,own}', '"0.5"') WHERE id = ?`, [ids.receipt]]],
+    [[`UPDATE gateway_receipts SET document = jsonb_set(document, '{cost,own}', '"0.4"') WHERE id = ?`, [ids.receipt]]],
+  );
+  assert.deepEqual(failure, { entry: ids.receiptSettle, position: null, reason: `entry ${ids.receiptSettle} settles 400000 micro-units, but receipt ${ids.receipt} says its own cost is 0.5 (500000 micro-units)` });
+});
+
+test('a balance edited: the account is named with its balance and the sum of its postings', async () => {
+  const failure = await failureAfter([['UPDATE clearing_accounts SET balance = balance + 7 WHERE id = ?', [ids.owner]]], [['UPDATE clearing_accounts SET balance = balance - 7 WHERE id = ?', [ids.owner]]]);
+  assert.deepEqual(failure, { entry: null, position: null, reason: `account ${ids.owner} has balance 610007, but its postings sum to 610000` });
+});
+
+test('checkpoints: a kept one passes after more entries; one from another journal fails at its size; a signature outside the JWKS is refused', async () => {
+  const jwks = { keys: [await signer.publicJwk()] };
+  const kept = await verifyCheckpoint((await journal.http.get('/internal/ledger/checkpoint').expect(200)).body.jws, jwks);
+  await journal.http.post('/internal/ledger/purchase').send({ txnId: unique('fund'), account: ids.owner, amount: 1 }).expect(200);
+  const report = await audit(source(), kept);
+  assert.equal(report.failure, null);
+  assert.equal(report.chain.size, kept.size + 1);
+
+  const foreign = await verifyCheckpoint((await other.http.get('/internal/ledger/checkpoint').expect(200)).body.jws, jwks);
+  assert.equal(foreign.size, 1);
+  const first = (await journal.knex('clearing_journal_chain').where({ position: 1 }).first()).txn_id;
+  assert.deepEqual((await audit(source(), foreign)).failure, {
+    entry: first,
+    position: 1,
+    reason: `the checkpoint is not a prefix of this journal: at its size 1, entry ${first} hashes to ${(await journal.knex('clearing_journal_chain').where({ position: 1 }).first()).hash}, the checkpoint's head is ${foreign.head}`,
+  });
+
+  const stranger = await ephemeralSigner('test-checkpoint');
+  const forged = await stranger.sign(new TextEncoder().encode(JSON.stringify({ head: kept.head, signed_at: kept.signed_at, size: kept.size })));
+  await assert.rejects(verifyCheckpoint(forged, jwks), /the checkpoint's signature does not verify against the JWKS/);
+});
+
+test('holon audit on a backup: passes, and after one SQL edit fails naming the entry; --checkpoint needs --jwks', async () => {
+  const scratch = await mkdtemp(path.join(tmpdir(), 'holon-audit-test-'));
+  try {
+    const jwks = path.join(scratch, 'jwks.json');
+    const checkpoint = path.join(scratch, 'checkpoint.json');
+    await writeFile(jwks, JSON.stringify({ keys: [await signer.publicJwk()] }));
+    await writeFile(checkpoint, JSON.stringify((await journal.http.get('/internal/ledger/checkpoint').expect(200)).body));
+    const clean = path.join(scratch, 'clean.jsonl');
+    await backup(storesOf(journal.knex, null), clean);
+    const passed = await runAudit({ in: clean, db: scratch, checkpoint, jwks });
+    assert.equal(passed.ok, true, passed.line);
+    assert.match(passed.line, /^audit passed: \d+ entries chained \(head [0-9a-f]{64}\), \d+ accounts equal to their postings, 1 billed receipts settled exactly once$/);
+    assert.deepEqual(await runAudit({ in: clean, db: scratch, checkpoint }), { ok: false, report: null, line: 'audit refused: --checkpoint needs --jwks: a checkpoint counts only once its signature is checked' });
+
+    const edited = path.join(scratch, 'edited.jsonl');
+    await tamper(journal.knex, [[`UPDATE clearing_transactions SET memo = 'edited' WHERE txn_id = ?`, [ids.settle]]]);
+    try {
+      await backup(storesOf(journal.knex, null), edited);
+    } finally {
+      await tamper(journal.knex, [[`UPDATE clearing_transactions SET memo = ? WHERE txn_id = ?`, ['naïve "quoted" memo\n', ids.settle]]]);
+    }
+    const failed = await runAudit({ in: edited, db: scratch });
+    assert.equal(failed.ok, false);
+    assert.match(failed.line, new RegExp(`^audit failed at entry ${ids.settle} \\(position ${await positionOf(ids.settle)}\\): entry ${ids.settle} at position \\d+ does not match its hash`));
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+});
