@@ -95,3 +95,30 @@ export function namedStatement<P extends string>(name: string, text: string): Na
     },
   };
 }
+
+/**
+ * Runs `statements` in order in one transaction on one raw connection taken from `db`'s pool
+ * (`BEGIN`, each statement prepared by name on Postgres, `COMMIT`): one commit for all of them,
+ * whole or nothing. Answers each statement's rows, in order, once the commit is done. Throws the
+ * first failure after rolling back (nothing was written), or the commit's own failure (then
+ * whether it took effect is unknown, as for any statement whose answer was lost).
+ */
+export async function rawTransaction(db: Knex, statements: ReadonlyArray<{ statement: FixedStatement; values: unknown[] }>): Promise<Record<string, any>[][]> {
+  const connection = (await db.client.acquireConnection()) as RawConnection;
+  const run = (statement: FixedStatement, values: unknown[]) =>
+    connection instanceof pg.Client ? connection.query({ name: statement.name, text: statement.text, values }) : connection.query(statement.text, values);
+  try {
+    await connection.query('BEGIN', []);
+    const answers: Record<string, any>[][] = [];
+    try {
+      for (const { statement, values } of statements) answers.push((await run(statement, values)).rows);
+    } catch (error) {
+      await connection.query('ROLLBACK', []).catch(() => undefined);
+      throw error;
+    }
+    await connection.query('COMMIT', []);
+    return answers;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}
