@@ -248,8 +248,8 @@ function countQueries(client: pg.Client): { queries: number } {
   return counter;
 }
 
-/** Formats a number with `digits` decimals, or a dash. */
-const fixed = (value: number | undefined, digits: number) => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
+/** Formats a number with `digits` decimals, or a dash (missing, or not finite: a cell that finished no call). */
+const fixed = (value: number | undefined, digits: number) => (value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(digits));
 
 /** The paths of a run (`BENCH_PATHS`), in the order each client count runs them. */
 const ALL_PATHS = ['gateway', 'gateway-pglite', 'before', 'floor', 'direct'] as const;
