@@ -73,3 +73,13 @@ test('a group bound outside 1 to 64 is refused', () => {
   assert.throws(() => new MandateWriteGroups(db.knex, 0), /1 to 64 writes, not 0/);
   assert.throws(() => new MandateWriteGroups(db.knex, 65), /1 to 64 writes, not 65/);
 });
+
+test("values reach a group's statements as they were given: quotes, backslashes and JSON text included", async () => {
+  const id = `m5 ' \\' \\\\ " $1 :id ${'{"a":"b\\\\"}'}`;
+  await db.knex(table).insert({ id, reserved: 0, total: 10 });
+  const groups = new MandateWriteGroups(db.knex);
+  const write = reserve();
+  const answers = await Promise.all([1, 2, 3].map(() => groups.write(id, write.statement, write.values({ id, amount: 2 }))));
+  assert.deepEqual(answers.map((rows) => rows.length), [1, 1, 1]);
+  assert.equal((await db.knex(table).where({ id }).first()).reserved, 6);
+});
