@@ -116,3 +116,51 @@ export function traceTransactions(db: Knex): void {
   // Knex defines `transaction` read-only on the instance, but configurable.
   Object.defineProperty(db, 'transaction', { value: traced, configurable: true });
 }
+
+/**
+ * Runs `statements` in order in one transaction on one raw connection taken from `db`'s pool:
+ * one commit for all of them, whole or nothing. Answers each statement's rows, in order, once
+ * the commit is done. Throws the first failure after rolling back (nothing was written), or the
+ * commit's own failure (then whether it took effect is unknown, as for any statement whose
+ * answer was lost). On Postgres the transaction is one round trip: the statements go as one
+ * multi-statement query (which Postgres runs as one transaction), their values quoted as literals
+ * by the driver ({@link inlineValues}); their text is then planned on each run, not prepared. On
+ * PGlite a round trip is a function call: `BEGIN`, each statement, `COMMIT`.
+ */
+export async function rawTransaction(db: Knex, statements: ReadonlyArray<{ statement: FixedStatement; values: unknown[] }>): Promise<Record<string, any>[][]> {
+  const connection = (await db.client.acquireConnection()) as RawConnection;
+  try {
+    if (connection instanceof pg.Client) {
+      const text = statements.map(({ statement, values }) => inlineValues(connection, statement.text, values)).join(';\n');
+      const answer = (await connection.query(text)) as unknown as pg.QueryResult | pg.QueryResult[];
+      return (Array.isArray(answer) ? answer : [answer]).map((result) => result.rows);
+    }
+    await connection.query('BEGIN', []);
+    const answers: Record<string, any>[][] = [];
+    try {
+      for (const { statement, values } of statements) answers.push((await connection.query(statement.text, values)).rows);
+    } catch (error) {
+      await connection.query('ROLLBACK', []).catch(() => undefined);
+      throw error;
+    }
+    await connection.query('COMMIT', []);
+    return answers;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}
+
+/**
+ * `text` with each `$n` replaced by its value as a quoted literal (`pg`'s `escapeLiteral`), or
+ * NULL: for statements whose every parameter is cast (`$n::type`), as {@link namedStatement}s
+ * are. Throws for a value that is not a string, number, boolean or null (an array or object
+ * would need the driver's own conversion).
+ */
+function inlineValues(connection: pg.Client, text: string, values: unknown[]): string {
+  return text.replace(/\$(\d+)/g, (_match, n: string) => {
+    const value = values[Number(n) - 1];
+    if (value === null || value === undefined) return 'NULL';
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw new TypeError(`$${n} is a ${typeof value}: only strings, numbers, booleans and null are inlined`);
+    return connection.escapeLiteral(String(value));
+  });
+}

@@ -15,7 +15,7 @@
  * (the measured record, the mandate's figures) stay locked only while it runs; every process
  * runs the same statement, so they are always locked in the same order.
  */
-import { namedStatement } from '../db/raw-sql.ts';
+import { namedStatement, type FixedStatement } from '../db/raw-sql.ts';
 import { closeCtes, RESERVE_CTES, SUB_MANDATE_CTE, type CloseParam, type ReserveParam, type SubMandateParam } from './mandates.ts';
 import { CLAIMED_INTENTS_SQL, intentsCte, type IntentsParam } from './outbox.ts';
 import { receiptCtes, type ReceiptParam } from './receipts.ts';
@@ -35,3 +35,9 @@ export const FINISH_CALL = namedStatement<ReceiptParam | IntentsParam | ClosePar
   'holon_gateway_finish_call',
   `WITH ${receiptCtes(null)}, ${intentsCte('written')}, ${closeCtes('written')} SELECT id, ${CLAIMED_INTENTS_SQL} AS claimed FROM written`,
 );
+
+/**
+ * The statements above that update the call's mandate row (its running figures): a process
+ * groups concurrent ones on one mandate into one transaction (issue 21 §2, `mandate-groups.ts`).
+ */
+export const MANDATE_WRITES: ReadonlySet<FixedStatement> = new Set([RESERVE_CALL.statement, FINISH_CALL.statement]);

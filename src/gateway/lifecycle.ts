@@ -28,7 +28,8 @@ import { budgetOf, closeParams, closeReservation, loadMandate, reserveParams, su
 import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
 import { costView, nextReceiptId, now, readReceipt, receiptParams, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
-import { FINISH_CALL, RESERVE_CALL } from './call-writes.ts';
+import { FINISH_CALL, MANDATE_WRITES, RESERVE_CALL } from './call-writes.ts';
+import { MandateWriteGroups } from './mandate-groups.ts';
 import { PhaseClock } from './server-timing.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
 import { noteReceipt } from '../observe/log-context.ts';
@@ -173,8 +174,12 @@ function maxCostMicros(max_cost: string | undefined): Micros | null | undefined 
 export class Gateway {
   /** Set by the hosted composition ({@link useFiles}); absent, file handles are plain strings. */
   private files: FileAttacher | null = null;
+  /** This process's writes on mandate rows, grouped per mandate (issue 21 §2). */
+  private readonly groups: MandateWriteGroups;
 
-  constructor(private readonly deps: GatewayDeps) {}
+  constructor(private readonly deps: GatewayDeps) {
+    this.groups = new MandateWriteGroups(deps.db);
+  }
 
   /** Makes every call check and link the files its input names (gateway §7 "Files"); set once, before the gateway serves. */
   useFiles(attacher: FileAttacher): void {
@@ -306,8 +311,9 @@ export class Gateway {
    * Runs `write`, one statement that writes the call's receipt with whatever goes with it, and,
    * in the same transaction, what `options.record` records with the receipt. The transaction is
    * `within` when the caller writes more in it (the approval and its held receipt), else a new
-   * one; without a recorder nor `within` the statement is its own transaction (one round trip).
-   * Answers the row `write` answered when the receipt was written, else null (and nothing is
+   * one; without a recorder nor `within` the statement is its own transaction (one round trip),
+   * or, for a write on the mandate's row ({@link MANDATE_WRITES}) while another of the same
+   * mandate is at the database, one of a group's transaction (`mandate-groups.ts`). Answers the row `write` answered when the receipt was written, else null (and nothing is
    * recorded).
    */
   private async writeCall<P extends string>(
@@ -320,7 +326,10 @@ export class Gateway {
     const { db } = this.deps;
     const values = write.values(params);
     const record = call.options.record;
-    if (!record && !within) return (await rawQuery(db, write.statement, values))[0] ?? null;
+    if (!record && !within) {
+      const rows = MANDATE_WRITES.has(write.statement) ? await this.groups.write(call.mandate.id, write.statement, values) : await rawQuery(db, write.statement, values);
+      return rows[0] ?? null;
+    }
     const inTransaction = async (trx: Knex.Transaction) => {
       const [row] = await transactionRunner(trx)(write.statement, values);
       if (!row) return null;
