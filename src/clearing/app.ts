@@ -11,7 +11,7 @@ import clearingDocument from '../../generated/clearing/openapi.json' with { type
 import { MAX_AMOUNT_MICROS } from '../contracts/money.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { loopbackGate } from '../http/access.ts';
-import { invalidRequest } from '../http/errors.ts';
+import { HttpError, invalidRequest } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { createAccount, linkAgent, newLinkCache, readBalance, readSummary, resolveAccount } from './accounts.ts';
 import { ALL_OPERATIONS, capabilityDocument, type OperationName } from './capabilities.ts';
@@ -32,6 +32,8 @@ export interface ClearingAppOptions {
   ledger?: Ledger;
   /** Where unexpected failures are reported. */
   logger?: Logger;
+  /** Why the binding cannot write now, or null when it can: `/healthz` answers 503 `database_unavailable` with it (issue 27 §2). Absent: always ready. */
+  unready?: () => Promise<string | null>;
 }
 
 type Implementation = (ledger: Ledger, request: any) => Promise<unknown>;
@@ -77,12 +79,19 @@ export function openLedger(db: Knex, writes: WritePathOptions = writePathOptions
   return { db, writes: new WritePath(db, writes), links: newLinkCache() };
 }
 
-/** The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the operations `offered`. */
-export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS): ClearingHandlers {
+/**
+ * The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the
+ * operations `offered`; `/healthz` (§3) also answers readiness through `unready`.
+ */
+export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS, unready?: () => Promise<string | null>): ClearingHandlers {
   const document = capabilityDocument(offered);
   const bind = (implementation: Implementation): MountedHandler => (request) => implementation(ledger, request);
   const handlers: ClearingHandlers = {
-    health: async () => ({ ok: true }),
+    health: async () => {
+      const reason = await unready?.();
+      if (reason) throw new HttpError(503, 'database_unavailable', `the binding cannot write now: ${reason}; retry shortly`);
+      return { ok: true };
+    },
     capabilities: async () => document,
     'create-account': bind(createAccount),
     'link-agent': bind(linkAgent),
@@ -98,6 +107,6 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   app.use(errorBodies('an unexpected failure inside the binding; nothing was changed', (error, ctx) => options.logger?.error({ err: error, path: ctx.path }, 'unexpected failure')));
   app.use(loopbackGate(['/healthz']));
   app.use(servedDocuments(clearingDocument));
-  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations) });
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.unready) });
   return app;
 }

@@ -38,7 +38,7 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
   const logger = options.logger ?? pino({ level: 'warn' });
   const database = await openDatabase(options.target);
   const ledger = openLedger(database.knex, options.writes);
-  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger });
+  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger, unready: database.unwritable });
   const server = app.listen(options.port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const sweep = setInterval(() => {
