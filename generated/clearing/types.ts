@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * Liveness (§3 Health)
-         * @description Unauthenticated liveness check outside the access gate; touches no account state (clearing-contract §3).
+         * @description Unauthenticated liveness check outside the access gate; touches no account state (clearing-contract §3). The reference binding also answers readiness here: 503 with its own code `database_unavailable` (§7.2 lets a binding add codes) while no database host accepts writes, the reason in `error`.
          */
         get: operations["health"];
         put?: never;
@@ -825,6 +825,19 @@ export interface operations {
             };
             422: components["responses"]["Unprocessable"];
             500: components["responses"]["InternalError"];
+            /** @description The reference binding's own: its database takes no writes now (`database_unavailable`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        /** @constant */
+                        code: "database_unavailable";
+                    };
+                };
+            };
         };
     };
     capabilities: {

@@ -1048,6 +1048,7 @@ export const schemaDocument = {
           "file_not_found",
           "settlement_backlog",
           "clearing_unavailable",
+          "database_unavailable",
           "agent_error",
           "timeout",
           "runtime_unavailable",
@@ -1141,6 +1142,7 @@ export const schemaDocument = {
           "file_not_found": "Hosted: a file the input or the URL names is not a live file of its owner (files are deleted 24 hours after upload).",
           "settlement_backlog": "More settlements are waiting to be posted than the gateway's bound; nothing was reserved or billed; `Retry-After` says when to try again.",
           "clearing_unavailable": "The clearing binding could not be reached; nothing was reserved or billed (clearing-contract §13, fails closed); try again shortly.",
+          "database_unavailable": "The gateway's database takes no writes right now (its primary failed and a standby is being promoted, or it is unreachable); what the request would have written was not written. Retry with the same `Idempotency-Key` after a second or two, on this process or another; `/healthz` answers it too until the process can write again.",
           "agent_error": "The agent failed without a declared code (a crash, a malformed answer, an HTTP failure of its endpoint, or a code the gateway keeps for itself); never billed.",
           "timeout": "The agent did not answer before its hard timeout (`runtime.limits.timeout_s`) and was told to stop; never billed.",
           "runtime_unavailable": "The agent cannot be run: its runtime kind has no runtime on this gateway, its manifest lacks what the runtime needs (an endpoint, a tool, `agent.mjs`), or its server could not be reached; never billed.",
@@ -1313,6 +1315,9 @@ export const schemaDocument = {
             503
           ],
           "clearing_unavailable": [
+            503
+          ],
+          "database_unavailable": [
             503
           ],
           "agent_error": [
@@ -3940,6 +3945,7 @@ export const gatewayErrorCodes: { readonly [C in GatewayErrorCode]: { readonly d
   file_not_found: { status: [404], description: "Hosted: a file the input or the URL names is not a live file of its owner (files are deleted 24 hours after upload)." },
   settlement_backlog: { status: [503], description: "More settlements are waiting to be posted than the gateway's bound; nothing was reserved or billed; `Retry-After` says when to try again." },
   clearing_unavailable: { status: [503], description: "The clearing binding could not be reached; nothing was reserved or billed (clearing-contract §13, fails closed); try again shortly." },
+  database_unavailable: { status: [503], description: "The gateway's database takes no writes right now (its primary failed and a standby is being promoted, or it is unreachable); what the request would have written was not written. Retry with the same `Idempotency-Key` after a second or two, on this process or another; `/healthz` answers it too until the process can write again." },
   agent_error: { status: [502], description: "The agent failed without a declared code (a crash, a malformed answer, an HTTP failure of its endpoint, or a code the gateway keeps for itself); never billed." },
   timeout: { status: [502], description: "The agent did not answer before its hard timeout (`runtime.limits.timeout_s`) and was told to stop; never billed." },
   runtime_unavailable: { status: [502], description: "The agent cannot be run: its runtime kind has no runtime on this gateway, its manifest lacks what the runtime needs (an endpoint, a tool, `agent.mjs`), or its server could not be reached; never billed." },

@@ -8,8 +8,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Liveness
-         * @description Answers without touching state (gateway §7 "Extra endpoints").
+         * Liveness and readiness
+         * @description Answers without touching state (gateway §7 "Extra endpoints"). It is also the readiness a load balancer acts on (issue 27 §2): 503 `database_unavailable` while this process cannot write (no database host accepts writes, or it is taking a new process lease after a failover), the reason in `error`; 200 again once it can.
          */
         get: operations["health"];
         put?: never;
@@ -784,7 +784,7 @@ export interface components {
          * @description Every machine code the gateway answers in `ErrorBody.code` and writes in a receipt's `error.code` (gateway §5, §7), one per kind of refusal. `x-enumDescriptions` says what each means and what to do; `x-holon-status` lists the HTTP status (or statuses) each is answered with (an empty list: the code is only ever written in a receipt). A receipt's `error.code` and a refused call's `code` may instead be a code the agent declares in its manifest's `interface.errors` (`AgentErrorCode`). A client treats an unknown code as its status alone.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "not_permitted" | "no_such_route" | "not_offered" | "internal_error" | "key_required" | "invalid_key" | "wrong_principal" | "rate_limited" | "no_such_mandate" | "no_such_agent" | "no_such_approval" | "no_such_receipt" | "no_such_key" | "no_such_account" | "no_such_login_code" | "expired" | "denied_agent" | "denied_capability" | "not_allowed" | "published_not_allowed" | "requires_open_source" | "runtime_not_allowed" | "remote_not_allowed" | "delegation_depth" | "no_fx_rate" | "below_fixed_price" | "over_budget" | "approval_listed" | "approval_above" | "no_allowed_implementer" | "outside_declared_calls" | "attenuation" | "insufficient_funds" | "hold_refused" | "rejected_input" | "too_many_files" | "file_not_found" | "settlement_backlog" | "clearing_unavailable" | "agent_error" | "timeout" | "runtime_unavailable" | "invalid_output" | "gateway_error" | "gateway_restarted" | "approval_decided" | "approval_mismatch" | "approval_not_granted" | "approval_expired" | "approval_rejected" | "idempotency_key_reused" | "idempotent_call_running" | "idempotent_call_interrupted" | "handle_reserved" | "handle_taken" | "email_taken" | "email_disabled" | "account_disabled" | "clearing_refused" | "invalid_mandate" | "mandate_exists" | "too_many_keys" | "github_signin_off" | "publishing_off" | "github_link_required" | "not_your_namespace" | "runtime_not_publishable" | "version_exists" | "too_many_versions" | "invalid_manifest" | "invalid_schema" | "invalid_money" | "invalid_ref" | "invalid_lineage" | "endpoint_refused" | "endpoint_not_public" | "source_required" | "source_not_github" | "source_not_public" | "source_not_yours" | "github_unavailable" | "not_moderated" | "already_yanked" | "credentials_unavailable" | "file_too_large" | "files_quota_exceeded" | "invalid_signature" | "link_expired" | "demo_input_too_large" | "not_in_demo";
+        ErrorCode: "invalid_request" | "not_permitted" | "no_such_route" | "not_offered" | "internal_error" | "key_required" | "invalid_key" | "wrong_principal" | "rate_limited" | "no_such_mandate" | "no_such_agent" | "no_such_approval" | "no_such_receipt" | "no_such_key" | "no_such_account" | "no_such_login_code" | "expired" | "denied_agent" | "denied_capability" | "not_allowed" | "published_not_allowed" | "requires_open_source" | "runtime_not_allowed" | "remote_not_allowed" | "delegation_depth" | "no_fx_rate" | "below_fixed_price" | "over_budget" | "approval_listed" | "approval_above" | "no_allowed_implementer" | "outside_declared_calls" | "attenuation" | "insufficient_funds" | "hold_refused" | "rejected_input" | "too_many_files" | "file_not_found" | "settlement_backlog" | "clearing_unavailable" | "database_unavailable" | "agent_error" | "timeout" | "runtime_unavailable" | "invalid_output" | "gateway_error" | "gateway_restarted" | "approval_decided" | "approval_mismatch" | "approval_not_granted" | "approval_expired" | "approval_rejected" | "idempotency_key_reused" | "idempotent_call_running" | "idempotent_call_interrupted" | "handle_reserved" | "handle_taken" | "email_taken" | "email_disabled" | "account_disabled" | "clearing_refused" | "invalid_mandate" | "mandate_exists" | "too_many_keys" | "github_signin_off" | "publishing_off" | "github_link_required" | "not_your_namespace" | "runtime_not_publishable" | "version_exists" | "too_many_versions" | "invalid_manifest" | "invalid_schema" | "invalid_money" | "invalid_ref" | "invalid_lineage" | "endpoint_refused" | "endpoint_not_public" | "source_required" | "source_not_github" | "source_not_public" | "source_not_yours" | "github_unavailable" | "not_moderated" | "already_yanked" | "credentials_unavailable" | "file_too_large" | "files_quota_exceeded" | "invalid_signature" | "link_expired" | "demo_input_too_large" | "not_in_demo";
         /** @description A code an agent declares in its manifest's `interface.errors` and reported for this call (billing follows its declaration, gateway §2); never one the gateway keeps for itself (see the manifest schema). */
         AgentErrorCode: string;
         /** @description Every error answer. `code` is a machine token, `error` a sentence saying what happened and what to do next. */
@@ -1585,7 +1585,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`. */
+        /** @description The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`. */
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -1649,6 +1649,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["InvalidRequest"];
             429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
         };
     };
     "read-jwks": {

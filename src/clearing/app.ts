@@ -11,7 +11,7 @@ import clearingDocument from '../../generated/clearing/openapi.json' with { type
 import { MAX_AMOUNT_MICROS } from '../contracts/money.ts';
 import { servedDocuments } from '../http/docs.ts';
 import { loopbackGate } from '../http/access.ts';
-import { invalidRequest } from '../http/errors.ts';
+import { HttpError, invalidRequest } from '../http/errors.ts';
 import { errorBodies, mountOperations, type MountedHandler } from '../http/mount.ts';
 import { METRICS_PATH, metricsRoute } from '../observe/endpoint.ts';
 import { observeRequests } from '../observe/requests.ts';
@@ -40,6 +40,8 @@ export interface ClearingAppOptions {
   checkpoints?: CheckpointSigner;
   /** Who may call: `loopback` (default; the §3 gate) or `mutual-tls` (a client certificate the binding's CA signed, issue 23 §4; the app must be served over TLS). */
   gate?: 'loopback' | 'mutual-tls';
+  /** Why the binding cannot write now, or null when it can: `/healthz` answers 503 `database_unavailable` with it (issue 27 §2). Absent: always ready. */
+  unready?: () => Promise<string | null>;
 }
 
 type Implementation = (ledger: Ledger, request: any) => Promise<unknown>;
@@ -85,13 +87,21 @@ export function openLedger(db: Knex, writes: WritePathOptions = writePathOptions
   return { db, writes: new WritePath(db, writes), links: newLinkCache() };
 }
 
-/** The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the operations `offered`; checkpoints signed by `checkpoints` (default: from the environment). */
-export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS, checkpoints?: CheckpointSigner): ClearingHandlers {
+/**
+ * The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the
+ * operations `offered`; checkpoints signed by `checkpoints` (default: from the environment);
+ * `/healthz` (§3) also answers readiness through `unready`.
+ */
+export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS, checkpoints?: CheckpointSigner, unready?: () => Promise<string | null>): ClearingHandlers {
   const document = capabilityDocument(offered);
   let signer: Promise<CheckpointSigner> | null = checkpoints ? Promise.resolve(checkpoints) : null;
   const bind = (implementation: Implementation): MountedHandler => (request) => implementation(ledger, request);
   const handlers: ClearingHandlers = {
-    health: async () => ({ ok: true }),
+    health: async () => {
+      const reason = await unready?.();
+      if (reason) throw new HttpError(503, 'database_unavailable', `the binding cannot write now: ${reason}; retry shortly`);
+      return { ok: true };
+    },
     capabilities: async () => document,
     'create-account': bind(createAccount),
     'link-agent': bind(linkAgent),
@@ -111,6 +121,6 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   app.use(options.gate === 'mutual-tls' ? mutualTlsGate(['/healthz']) : loopbackGate(['/healthz']));
   app.use(metricsRoute({ key: null }));
   app.use(servedDocuments(clearingDocument));
-  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.checkpoints) });
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.checkpoints, options.unready) });
   return app;
 }

@@ -59,7 +59,7 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
     await database.close();
     throw new Error(`a binding listening on ${host} must authenticate its callers: set HOLON_CLEARING_TLS_CERT, HOLON_CLEARING_TLS_KEY and HOLON_CLEARING_TLS_CA`);
   }
-  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger, gate: tls ? 'mutual-tls' : 'loopback' });
+  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger, gate: tls ? 'mutual-tls' : 'loopback', unready: database.unwritable });
   const server: Server = tls
     ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: true, rejectUnauthorized: false }, app.callback()).listen(options.port, host)
     : app.listen(options.port, host);

@@ -12,6 +12,7 @@ import ClientPgLite from 'knex-pglite';
 import lockfile from 'proper-lockfile';
 import { migrationSource } from '../../migrations/index.ts';
 import { traceTransactions } from './raw-sql.ts';
+import { connectThroughPrimary, parseHosts, PrimaryConnector } from './primary.ts';
 
 const { knex } = knexPkg;
 
@@ -23,8 +24,18 @@ export interface Database {
   knex: Knex;
   /** `postgres` for a server, `pglite` for the embedded engine (which serializes all transactions). */
   engine: 'postgres' | 'pglite';
+  /**
+   * Why the database cannot take writes now (no host accepts writes: each host's answer), or null
+   * when it can: the readiness a health endpoint reports (issue 27 §2). On Postgres a connection
+   * of its own, outside the pool (a busy pool is no failure), bounded by {@link READINESS_TIMEOUT_MS}
+   * per host; PGlite is in this process and always null.
+   */
+  unwritable(): Promise<string | null>;
   close(): Promise<void>;
 }
+
+/** How long a readiness check gives each database host to connect and answer, in milliseconds (a balancer's check waits about this long). */
+export const READINESS_TIMEOUT_MS = 2_000;
 
 /** PostgreSQL int8 as a JS number; refuses a value outside the safe integer range rather than rounding it. */
 function parseInt8(text: string): number {
@@ -35,37 +46,35 @@ function parseInt8(text: string): number {
 pg.types.setTypeParser(pg.types.builtins.INT8, parseInt8);
 
 /**
- * Checks a PostgreSQL URL: only `postgres://` and `postgresql://` are accepted. Throws an Error
- * whose one-line message names the variable and shows the URL without its password.
+ * Checks a PostgreSQL URL: only `postgres://` and `postgresql://` with at least one host; several
+ * hosts (`h1:p1,h2:p2`, as libpq and `pg_autoctl show uri` write them) are accepted
+ * (`primary.ts`). Throws an Error whose one-line message names the variable, what is wrong, and
+ * shows the URL without its password.
  */
 export function checkDatabaseUrl(url: string, name = 'DATABASE_URL'): string {
-  let parsed: URL | null = null;
+  let fault = 'it is not one';
   try {
-    parsed = new URL(url);
-  } catch {
-    // Not a URL at all: shown (shortened) by redactedUrl, never parsed further.
+    const { hosts } = parseHosts(url);
+    if (hosts.every((host) => host.host)) return url;
+  } catch (error) {
+    fault = (error as Error).message;
   }
-  if (parsed && (parsed.protocol === 'postgres:' || parsed.protocol === 'postgresql:') && parsed.hostname) return url;
-  throw new Error(`${name} must be a postgres:// or postgresql:// URL with a host, e.g. postgres://holon@127.0.0.1:5432/holon; got ${JSON.stringify(redactedUrl(url))}`);
+  throw new Error(`${name} must be a postgres:// or postgresql:// URL with a host, e.g. postgres://holon@127.0.0.1:5432/holon (${fault}); got ${JSON.stringify(redactedUrl(url))}`);
 }
 
-/** A database URL fit for a message: its password replaced by `***` (text that is no URL: its first 200 characters). */
+/** A database URL fit for a message: its password replaced by `***`, at most 200 characters. */
 export function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url.slice(0, 200);
-  }
+  return url.replace(/^([a-z]+:\/\/[^:@/?#]*):[^@/?#]*@/i, '$1:***@').slice(0, 200);
 }
 
 /**
  * knex's warnings, less its "Acquire connection error" (a stack trace on stderr): that error
- * also reaches the caller, which reports it in one line (a bad `DATABASE_URL`, a server down).
+ * also reaches the caller, which reports it in one line (a bad `DATABASE_URL`, a server down);
+ * and less its "Connection Error" of each broken connection its pool drops (after a failover,
+ * one per pooled connection: dropping them is the way back to the new primary).
  */
 function quietAcquireErrors(message: unknown): void {
-  if (typeof message === 'string' && message.startsWith('Acquire connection error')) return;
+  if (typeof message === 'string' && (message.startsWith('Acquire connection error') || message.startsWith('Connection Error: '))) return;
   console.warn(message);
 }
 
@@ -134,8 +143,23 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
   if ('url' in target && options.poolMax !== undefined && options.poolMax < 2) throw new Error(`poolMax is ${options.poolMax}: a Postgres pool needs at least 2 connections (one holds the migration lock)`);
   let release: (() => Promise<void>) | null = null;
   let db: Knex;
+  let unwritable = async (): Promise<string | null> => null;
   if ('url' in target) {
-    db = knex({ client: 'pg', connection: target.url, pool: { min: 0, max: options.poolMax ?? 10 }, log: { warn: quietAcquireErrors } });
+    // Every connection goes to the host that accepts writes (`primary.ts`); the database name is
+    // all knex itself reads of the settings.
+    const connector = new PrimaryConnector(target.url);
+    const database = decodeURIComponent(/^[^/]*\/\/[^/]*\/([^?#]*)/.exec(target.url)?.[1] ?? '') || undefined;
+    db = knex({ client: 'pg', connection: { database }, pool: { min: 0, max: options.poolMax ?? 10 }, log: { warn: quietAcquireErrors } });
+    connectThroughPrimary(db.client, connector);
+    const probe = new PrimaryConnector(target.url, { application_name: 'holon-readiness' }, READINESS_TIMEOUT_MS);
+    unwritable = async () => {
+      try {
+        await (await probe.connect()).end();
+        return null;
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
   } else {
     let connection: object = {};
     if ('dir' in target) {
@@ -168,6 +192,7 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
   return {
     knex: db,
     engine: 'url' in target ? 'postgres' : 'pglite',
+    unwritable,
     async close() {
       await db.destroy();
       await releaseLock(release);

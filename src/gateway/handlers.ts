@@ -37,6 +37,8 @@ export interface GatewayHandlerDeps {
   currency: string;
   /** Signs the mandates and receipts it answers, and lists the keys at `/.well-known/jwks.json` (issue 23). */
   signer: Signer;
+  /** Why this process cannot serve writes now, or null when it can: `/healthz` answers 503 `database_unavailable` with it (issue 27 §2). Absent: always ready. */
+  unready?: () => Promise<string | null>;
 }
 
 /** What `POST /v0/approvals/{id}` answers the approver: the approved call's answer, or the rejected approval. */
@@ -49,7 +51,11 @@ export type GatewayHandlers = { [K in keyof ReturnType<typeof gatewayHandlers>]:
 export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAnswers<DecisionReply>) {
   const { db, gateway, registry, clearing, currency } = options;
   const handlers = {
-    health: async () => ({ ok: true }),
+    health: async () => {
+      const reason = await options.unready?.();
+      if (reason) throw new HttpError(503, 'database_unavailable', `this process cannot write now: ${reason}; send requests to another process until this answers 200`);
+      return { ok: true as const };
+    },
 
     'read-jwks': async () => options.signer.jwks(),
 

@@ -9,9 +9,10 @@ import type { GatewayErrorCode } from '../../generated/gateway/server.ts';
 
 /**
  * Codes the reference binding adds to the clearing-contract §7.2 vocabulary (its last paragraph
- * lets a binding add its own): 503 `overloaded`, more writes waiting for the ledger than its bound.
+ * lets a binding add its own): 503 `overloaded`, more writes waiting for the ledger than its bound;
+ * 503 `database_unavailable`, its database takes no writes now (a failover, issue 27 §2).
  */
-export type BindingOwnCode = 'overloaded';
+export type BindingOwnCode = 'overloaded' | 'database_unavailable';
 
 /** Every code a server of this repository may answer: the gateway's enum, the clearing contract's, the reference binding's own. */
 export type ErrorCode = GatewayErrorCode | ClearingErrorCode | BindingOwnCode;

@@ -13,6 +13,7 @@ import type { OperationRow } from '../codegen/server-stub.ts';
 import { MAX_BODY_BYTES, readJsonBody } from './body.ts';
 import { HttpError, invalidRequest, type ErrorCode } from './errors.ts';
 import { urlFault } from './wellformed.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 
 /** One row of a generated operation table (any document's table fits). */
 export type MountableOperation = OperationRow;
@@ -146,7 +147,8 @@ export function mountOperations(app: Koa, options: MountOptions): void {
 /**
  * Koa middleware answering every thrown `HttpError` with its status and `{error, code}` body, a
  * client error raised by Koa or a library (a 4xx `status`) with that status and
- * `invalid_request`, and anything else with 500 `internal_error` (reported through
+ * `invalid_request`, a database that takes no writes now (`isDatabaseUnavailable`: a failover)
+ * with 503 `database_unavailable`, and anything else with 500 `internal_error` (reported through
  * `onUnexpected`) with the sentence `unexpected`, which names the server that failed.
  */
 export function errorBodies(unexpected: string, onUnexpected: (error: unknown, ctx: Koa.Context) => void): Koa.Middleware {
@@ -157,6 +159,12 @@ export function errorBodies(unexpected: string, onUnexpected: (error: unknown, c
       if (error instanceof HttpError) {
         ctx.status = error.status;
         ctx.body = error.body();
+        return;
+      }
+      // A failover or a lost database is no bug: 503, retried by the caller; nothing was committed.
+      if (isDatabaseUnavailable(error)) {
+        ctx.status = 503;
+        ctx.body = { error: `the database takes no writes right now (${(error as Error).message}); nothing was changed: retry shortly with the same Idempotency-Key`, code: 'database_unavailable' satisfies ErrorCode };
         return;
       }
       const status = (error as { status?: number }).status;

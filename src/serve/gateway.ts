@@ -26,7 +26,7 @@ import { observedClearing } from '../gateway/clearing-observed.ts';
 import type { GatewayAppExtension, GatewayParts } from '../gateway/extension.ts';
 import { Gateway } from '../gateway/lifecycle.ts';
 import { Outbox, outboxSettingsFromEnv, type OutboxSettings } from '../gateway/outbox.ts';
-import { leaseFromEnv, ProcessLease } from '../gateway/processes.ts';
+import { failoverFromEnv, leaseFromEnv, ProcessLease } from '../gateway/processes.ts';
 import { recoverDead } from '../gateway/recovery.ts';
 import { Registry } from '../gateway/registry.ts';
 import { serverTimingFromEnv } from '../gateway/server-timing.ts';
@@ -165,8 +165,13 @@ export interface GatewayServerOptions {
   /** The address of that listener (default `127.0.0.1`: only this machine scrapes it). */
   metrics_host?: string;
   /**
-   * Called when this process loses its lease (it expired, or the lock connection died): another
-   * process may be closing its calls. Default: a fatal log line and exit code 1.
+   * On Postgres, how long this process keeps taking a new lease after losing one (a failover),
+   * seconds (default `HOLON_DB_FAILOVER_S`, else 120; `processes.ts`).
+   */
+  failover_s?: number;
+  /**
+   * Called when this process has lost its lease for good (no new one within `failover_s`, or on
+   * PGlite): another process may be closing its calls. Default: a fatal log line and exit code 1.
    */
   onLost?: (reason: string) => void;
 }
@@ -284,7 +289,8 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     process.exit(1);
   });
   let recover: ((unowned: boolean) => Promise<void>) | null = null;
-  const lease = await ProcessLease.acquire(database, { lease_s, url: 'url' in target ? target.url : undefined, logger, onLost, onHeartbeat: () => recover?.(false) ?? Promise.resolve() });
+  const failover_s = options.failover_s ?? failoverFromEnv();
+  const lease = await ProcessLease.acquire(database, { lease_s, failover_s, url: 'url' in target ? target.url : undefined, logger, onLost, onHeartbeat: () => recover?.(false) ?? Promise.resolve() });
   // Taken after the agents are loaded (CPU-bound work that could outlast a lease on a loaded
   // machine), and beating from now on.
   lease.start();
@@ -299,7 +305,20 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   const publishedRuntimes = published ? createRuntimes({ fetch: published.fetch }) : null;
   if (publishedRuntimes) closers.push(publishedRuntimes.close);
   const agents = agentAccess(db, runtimes, published && publishedRuntimes ? { access: published, runtimes: publishedRuntimes } : null);
-  const gateway = new Gateway({ db, registry, clearing, outbox, ...agents, logger, gateway_id, process_id: lease.id, server_timing });
+  // The lease's id is read at each use: a process that lost its lease after a failover runs on under a new one.
+  const gateway = new Gateway({
+    db,
+    registry,
+    clearing,
+    outbox,
+    ...agents,
+    logger,
+    gateway_id,
+    get process_id() {
+      return lease.id;
+    },
+    server_timing,
+  });
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
   const authors = () => registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0]);
@@ -348,6 +367,8 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     access: { hosts: [...listenHosts(address, port), ...(options.allowed_hosts ?? allowedHostsFromEnv())], loopback_peers_only: isLoopback(address) },
     metrics: { key: options.metrics_key ?? null },
     logger,
+    // Readiness (issue 27 §2): no lease (taking a new one after a failover), or no database host that takes writes.
+    unready: async () => (await database.unwritable()) ?? lease.unleased,
     accounts: async () => {
       const names = [...new Set([...(await rootPayers()), ...authors()])].sort().map((account) => ({ name: account, account }));
       return [...names, { name: 'holon', account: PLATFORM_FEES }];

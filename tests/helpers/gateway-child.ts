@@ -41,7 +41,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stderr.write(`gateway child ${process.pid}: ${reason}: exiting\n`);
     process.exit(1);
   };
-  const running = await startDevGateway({ ...options, logger: pino({ level: 'silent' }), onLost });
+  // Silent unless the test asks for a level (`HOLON_TEST_CHILD_LOG`): its log goes to stderr.
+  const running = await startDevGateway({ ...options, logger: pino({ level: process.env.HOLON_TEST_CHILD_LOG ?? 'silent' }, pino.destination(2)), onLost });
   process.once('SIGTERM', () => void running.close().then(() => process.exit(0)));
   process.stdout.write(`listening ${running.url}\n`);
 }

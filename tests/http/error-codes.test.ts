@@ -81,8 +81,8 @@ const NOT_ERRORS = new Set(['allowed']);
 const gatewaySide = raisedCodes(sources('gateway', 'hosted', 'mcp', 'runtimes', 'http', 'contracts').filter(([file]) => file !== 'src/http/errors.ts')).filter((r) => !NOT_ERRORS.has(r.code));
 const clearingSide = raisedCodes(sources('clearing', 'http'));
 
-/** The reference binding's own code (clearing-contract §7.2 lets a binding add codes); `src/http/errors.ts` `BindingOwnCode`. */
-const BINDING_OWN: Record<string, number[]> = { overloaded: [503] };
+/** The reference binding's own codes (clearing-contract §7.2 lets a binding add codes); `src/http/errors.ts` `BindingOwnCode`. */
+const BINDING_OWN: Record<string, number[]> = { overloaded: [503], database_unavailable: [503] };
 
 for (const [name, table, raised, extra] of [
   ['gateway', gatewayErrorCodes, gatewaySide, {}],

@@ -21,7 +21,7 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
 /**
  * Liveness (§3 Health)
  *
- * Unauthenticated liveness check outside the access gate; touches no account state (clearing-contract §3).
+ * Unauthenticated liveness check outside the access gate; touches no account state (clearing-contract §3). The reference binding also answers readiness here: 503 with its own code `database_unavailable` (§7.2 lets a binding add codes) while no database host accepts writes, the reason in `error`.
  */
 export const health = <ThrowOnError extends boolean = false>(options?: Options<HealthData, ThrowOnError>) => (options?.client ?? client).get<HealthResponses, HealthErrors, ThrowOnError>({ url: '/healthz', ...options });
 

@@ -535,6 +535,13 @@ export type HealthErrors = {
      * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
      */
     500: ErrorBody;
+    /**
+     * The reference binding's own: its database takes no writes now (`database_unavailable`).
+     */
+    503: {
+        error: string;
+        code: 'database_unavailable';
+    };
 };
 
 export type HealthError = HealthErrors[keyof HealthErrors];

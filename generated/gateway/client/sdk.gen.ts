@@ -19,9 +19,9 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
 };
 
 /**
- * Liveness
+ * Liveness and readiness
  *
- * Answers without touching state (gateway §7 "Extra endpoints").
+ * Answers without touching state (gateway §7 "Extra endpoints"). It is also the readiness a load balancer acts on (issue 27 §2): 503 `database_unavailable` while this process cannot write (no database host accepts writes, or it is taking a new process lease after a failover), the reason in `error`; 200 again once it can.
  */
 export const health = <ThrowOnError extends boolean = false>(options?: Options<HealthData, ThrowOnError>) => (options?.client ?? client).get<HealthResponses, HealthErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

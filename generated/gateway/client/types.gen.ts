@@ -69,7 +69,7 @@ export type Me = {
  * Every machine code the gateway answers in `ErrorBody.code` and writes in a receipt's `error.code` (gateway §5, §7), one per kind of refusal. `x-enumDescriptions` says what each means and what to do; `x-holon-status` lists the HTTP status (or statuses) each is answered with (an empty list: the code is only ever written in a receipt). A receipt's `error.code` and a refused call's `code` may instead be a code the agent declares in its manifest's `interface.errors` (`AgentErrorCode`). A client treats an unknown code as its status alone.
  *
  */
-export type ErrorCode = 'invalid_request' | 'not_permitted' | 'no_such_route' | 'not_offered' | 'internal_error' | 'key_required' | 'invalid_key' | 'wrong_principal' | 'rate_limited' | 'no_such_mandate' | 'no_such_agent' | 'no_such_approval' | 'no_such_receipt' | 'no_such_key' | 'no_such_account' | 'no_such_login_code' | 'expired' | 'denied_agent' | 'denied_capability' | 'not_allowed' | 'published_not_allowed' | 'requires_open_source' | 'runtime_not_allowed' | 'remote_not_allowed' | 'delegation_depth' | 'no_fx_rate' | 'below_fixed_price' | 'over_budget' | 'approval_listed' | 'approval_above' | 'no_allowed_implementer' | 'outside_declared_calls' | 'attenuation' | 'insufficient_funds' | 'hold_refused' | 'rejected_input' | 'too_many_files' | 'file_not_found' | 'settlement_backlog' | 'clearing_unavailable' | 'agent_error' | 'timeout' | 'runtime_unavailable' | 'invalid_output' | 'gateway_error' | 'gateway_restarted' | 'approval_decided' | 'approval_mismatch' | 'approval_not_granted' | 'approval_expired' | 'approval_rejected' | 'idempotency_key_reused' | 'idempotent_call_running' | 'idempotent_call_interrupted' | 'handle_reserved' | 'handle_taken' | 'email_taken' | 'email_disabled' | 'account_disabled' | 'clearing_refused' | 'invalid_mandate' | 'mandate_exists' | 'too_many_keys' | 'github_signin_off' | 'publishing_off' | 'github_link_required' | 'not_your_namespace' | 'runtime_not_publishable' | 'version_exists' | 'too_many_versions' | 'invalid_manifest' | 'invalid_schema' | 'invalid_money' | 'invalid_ref' | 'invalid_lineage' | 'endpoint_refused' | 'endpoint_not_public' | 'source_required' | 'source_not_github' | 'source_not_public' | 'source_not_yours' | 'github_unavailable' | 'not_moderated' | 'already_yanked' | 'credentials_unavailable' | 'file_too_large' | 'files_quota_exceeded' | 'invalid_signature' | 'link_expired' | 'demo_input_too_large' | 'not_in_demo';
+export type ErrorCode = 'invalid_request' | 'not_permitted' | 'no_such_route' | 'not_offered' | 'internal_error' | 'key_required' | 'invalid_key' | 'wrong_principal' | 'rate_limited' | 'no_such_mandate' | 'no_such_agent' | 'no_such_approval' | 'no_such_receipt' | 'no_such_key' | 'no_such_account' | 'no_such_login_code' | 'expired' | 'denied_agent' | 'denied_capability' | 'not_allowed' | 'published_not_allowed' | 'requires_open_source' | 'runtime_not_allowed' | 'remote_not_allowed' | 'delegation_depth' | 'no_fx_rate' | 'below_fixed_price' | 'over_budget' | 'approval_listed' | 'approval_above' | 'no_allowed_implementer' | 'outside_declared_calls' | 'attenuation' | 'insufficient_funds' | 'hold_refused' | 'rejected_input' | 'too_many_files' | 'file_not_found' | 'settlement_backlog' | 'clearing_unavailable' | 'database_unavailable' | 'agent_error' | 'timeout' | 'runtime_unavailable' | 'invalid_output' | 'gateway_error' | 'gateway_restarted' | 'approval_decided' | 'approval_mismatch' | 'approval_not_granted' | 'approval_expired' | 'approval_rejected' | 'idempotency_key_reused' | 'idempotent_call_running' | 'idempotent_call_interrupted' | 'handle_reserved' | 'handle_taken' | 'email_taken' | 'email_disabled' | 'account_disabled' | 'clearing_refused' | 'invalid_mandate' | 'mandate_exists' | 'too_many_keys' | 'github_signin_off' | 'publishing_off' | 'github_link_required' | 'not_your_namespace' | 'runtime_not_publishable' | 'version_exists' | 'too_many_versions' | 'invalid_manifest' | 'invalid_schema' | 'invalid_money' | 'invalid_ref' | 'invalid_lineage' | 'endpoint_refused' | 'endpoint_not_public' | 'source_required' | 'source_not_github' | 'source_not_public' | 'source_not_yours' | 'github_unavailable' | 'not_moderated' | 'already_yanked' | 'credentials_unavailable' | 'file_too_large' | 'files_quota_exceeded' | 'invalid_signature' | 'link_expired' | 'demo_input_too_large' | 'not_in_demo';
 
 /**
  * A code an agent declares in its manifest's `interface.errors` and reported for this call (billing follows its declaration, gateway §2); never one the gateway keeps for itself (see the manifest schema).
@@ -1137,6 +1137,10 @@ export type HealthErrors = {
      * Hosted: `rate_limited`, too many requests from this account or address; `Retry-After` says when to try again.
      */
     429: ErrorBody;
+    /**
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     */
+    503: ErrorBody;
 };
 
 export type HealthError = HealthErrors[keyof HealthErrors];
@@ -1395,7 +1399,7 @@ export type CallErrors = {
      */
     502: CallRefused;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1758,7 +1762,7 @@ export type ListAccountsErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1862,7 +1866,7 @@ export type SignupErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1907,7 +1911,7 @@ export type GithubSigninErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1956,7 +1960,7 @@ export type GithubCallbackErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -1998,7 +2002,7 @@ export type GithubExchangeErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -2043,7 +2047,7 @@ export type ReadMeErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -2289,7 +2293,7 @@ export type AdminCreditErrors = {
      */
     429: ErrorBody;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
@@ -2610,7 +2614,7 @@ export type ReadJournalCheckpointErrors = {
      */
     502: ErrorBody;
     /**
-     * The clearing binding could not be reached, or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
+     * The clearing binding could not be reached, the gateway's database takes no writes now (`database_unavailable`: a failover; nothing was changed), or (a call) too many settlements wait to be posted (`settlement_backlog`); nothing was billed (clearing-contract §13, fails closed). `Retry-After` when the wait will pass; a call's answer carries its receipt and, with `HOLON_SERVER_TIMING=1`, `Server-Timing`.
      */
     503: ErrorBody;
 };
