@@ -70,21 +70,16 @@ export function describeExpected(expected: Expected): string {
   return `200 applied ${expected.applied}${fields === '' ? '' : `, ${fields}`}`;
 }
 
-/** The answer forms one operation may take from `state`, with the state each leaves. */
-function forms(state: ModelState, sent: Sent, prefix: string) {
-  const first = outcomes(state, sent.op, prefix);
-  if (!sent.faulted) return first;
-  // After a lost answer or a duplicate the final answer may be the replay of the first application.
-  return first.flatMap((o) => [o, ...outcomes(o.next, sent.op, prefix).map((r) => ({ ...r, next: o.next }))]);
-}
-
 /**
  * Every state some order of `step` leads to from some state of `starts`, or the mismatch that
- * got furthest when none does. Memoised on (operations done, state), so a step of n operations
- * costs at most 2^n nodes per distinct state.
+ * got furthest when none does. Each operation is two events, its effect and its answer (bits 2i
+ * and 2i+1 of the mask): together for a request no fault touched; for a faulted one the effect
+ * may come first, silently (an attempt whose answer was lost), and the final answer later, from
+ * whatever state the others left by then, without a second effect. Memoised on (events done,
+ * state), so a step of n operations costs at most 4^n nodes per distinct state.
  */
 export function linearize(starts: readonly ModelState[], step: readonly Sent[], prefix: string): { states: ModelState[]; mismatch: Mismatch | null } {
-  const full = (1 << step.length) - 1;
+  const full = 4 ** step.length - 1;
   const seen = new Set<string>();
   const ends = new Map<string, ModelState>();
   // The op whose answer no state and no order explains is the culprit; failing that, the
@@ -101,25 +96,34 @@ export function linearize(starts: readonly ModelState[], step: readonly Sent[], 
       return;
     }
     for (let i = 0; i < step.length; i += 1) {
-      if ((done & (1 << i)) !== 0) continue;
+      const effect = 1 << (2 * i);
+      const answer = 2 << (2 * i);
+      if ((done & answer) !== 0) continue;
       const sent = step[i] as Sent;
-      const allowed = forms(state, sent, prefix);
+      const all = outcomes(state, sent.op, prefix);
+      // The answer now: with the effect (if not yet taken), or after it, changing nothing more.
+      const applied = (done & effect) !== 0;
+      const allowed = applied ? all.filter((o) => stateKey(o.next) === stateKey(state)) : all;
       const matching = allowed.filter((o) => differs(o.expected, sent.reply) === null);
       if (matching.length > 0) {
         matchedSomewhere.add(i);
       } else {
-        const first = allowed[0];
+        const first = all[0];
         const mismatch: Mismatch = {
           property: first?.property ?? 'explore.answers',
           message: `${describeOp(sent.op, prefix)}: no order of the ${step.length} request(s) in flight together explains its answer`,
-          expected: allowed.map((o) => describeExpected(o.expected)).join(' or '),
+          expected: all.map((o) => describeExpected(o.expected)).join(' or '),
           got: `${sent.reply.status ?? 'no answer'} ${sent.reply.exchange.response_body.slice(0, 300)}`,
           sent,
         };
         if (!misfits.has(i)) misfits.set(i, mismatch);
         if (depth >= best.depth) Object.assign(best, { depth, mismatch });
       }
-      for (const o of matching) visit(o.next, done | (1 << i), depth + 1);
+      for (const o of matching) visit(o.next, done | effect | answer, depth + 1);
+      // A faulted request's effect alone: an earlier attempt applied, its answer lost.
+      if (sent.faulted && !applied) {
+        for (const o of all) if (stateKey(o.next) !== stateKey(state)) visit(o.next, done | effect, depth + 1);
+      }
     }
   };
   for (const start of starts) visit(start, 0, 0);
