@@ -132,9 +132,12 @@ export function outcomes(state: ModelState, op: Op, prefix: string): readonly Ou
 /** §9: a reused id with the same terms is a replay (applied false); with other terms a replay or a refusal, never applied. */
 function replayOf(state: ModelState, txn: ModelTxn, terms: string, fields: Record<string, unknown>): Outcome[] {
   if (txn.terms === terms) return [{ expected: { kind: 'accepted', applied: false, fields }, next: state, property: 'explore.once' }];
+  // Other terms: a replay or a refusal, never an effect; the refusal may name what the new terms
+  // point at (a draw naming a hold that does not exist answers no_such_object).
   return [
     { expected: { kind: 'accepted', applied: false, fields: {} }, next: state, property: 'explore.once' },
     { expected: REFUSED, next: state, property: 'explore.once' },
+    { expected: NO_OBJECT, next: state, property: 'explore.once' },
   ];
 }
 
@@ -222,7 +225,7 @@ function resizeHold(state: ModelState, holdId: string, amount: number): Outcome[
   if (amount === hold.amount) return [{ expected: { kind: 'accepted', applied: false, fields: {} }, next: state, property: 'explore.once' }];
   const available = state.payer.balance - state.payer.reserved;
   const raise = amount - hold.amount;
-  if (raise > available) return [{ expected: code('insufficient_funds'), next: state, property: 'explore.no-overcommit' }];
+  if (raise > 0 && raise > available) return [{ expected: code('insufficient_funds'), next: state, property: 'explore.no-overcommit' }];
   const next: ModelState = {
     ...state,
     payer: { ...state.payer, reserved: state.payer.reserved + raise },
