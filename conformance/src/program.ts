@@ -56,6 +56,8 @@ Exit status:
 export function kitProgram(actions: KitActions): Command {
   const program = new Command()
     .name('holon-conformance')
+    // The run's options belong to the run: `explore --config F` hands --config to explore.
+    .enablePositionalOptions()
     .description(`Certifies a clearing binding against the Holon clearing contract (clearing-contract version ${CONTRACT_VERSION}).`)
     .version(pkg.version)
     .exitOverride()

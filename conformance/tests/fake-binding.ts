@@ -566,7 +566,7 @@ class FakeLedger {
       return ok(this.#holdAnswer(hold, { applied: this.is('resize-same-target-applies'), delta: 0 }));
     }
     const delta = b.amount - hold.amount;
-    if (delta > this.available(hold.account) && !this.is('resize-overcommits')) {
+    if (delta > 0 && delta > this.available(hold.account) && !this.is('resize-overcommits')) {
       throw new Refusal(422, 'insufficient_funds', `raising by ${delta} needs ${delta} available; ${this.available(hold.account)} is`);
     }
     if ((delta > 0 && this.is('resize-raise-free')) || (delta < 0 && this.is('resize-reduce-keeps-reserved'))) hold.uncounted += delta;
