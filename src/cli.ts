@@ -45,8 +45,10 @@ async function starting<T>(what: string, port: number | null, start: () => Promi
     return await start();
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    // A driver or network code (ECONNREFUSED, ENOTFOUND, 28P01 ...) while DATABASE_URL is set comes from that server.
-    const fromDatabase = url && typeof code === 'string' && code !== 'EADDRINUSE';
+    // A driver or network code (ECONNREFUSED, ENOTFOUND, 28P01 ...) while DATABASE_URL is set comes
+    // from that server, and so does finding no host of it that accepts writes (db/primary.ts).
+    const { DatabaseUnavailable } = await import('./db/unavailable.ts');
+    const fromDatabase = url && ((typeof code === 'string' && code !== 'EADDRINUSE') || error instanceof DatabaseUnavailable);
     const message = (error as Error).message.split('\n')[0];
     process.stderr.write(`holon: could not start ${what}: ${fromDatabase ? `DATABASE_URL ${redactedUrl(url)}: ${message}` : message}\n`);
     process.exit(1);

@@ -52,14 +52,16 @@ pg.types.setTypeParser(pg.types.builtins.INT8, parseInt8);
  * shows the URL without its password.
  */
 export function checkDatabaseUrl(url: string, name = 'DATABASE_URL'): string {
-  let fault = 'it is not one';
+  // Another scheme needs no more words than the rule; a postgres URL that breaks it says how.
+  let fault = '';
   try {
     const { hosts } = parseHosts(url);
     if (hosts.every((host) => host.host)) return url;
+    fault = ' (a host is empty)';
   } catch (error) {
-    fault = (error as Error).message;
+    if (/^postgres(ql)?:\/\//.test(url)) fault = ` (${(error as Error).message})`;
   }
-  throw new Error(`${name} must be a postgres:// or postgresql:// URL with a host, e.g. postgres://holon@127.0.0.1:5432/holon (${fault}); got ${JSON.stringify(redactedUrl(url))}`);
+  throw new Error(`${name} must be a postgres:// or postgresql:// URL with a host, e.g. postgres://holon@127.0.0.1:5432/holon${fault}; got ${JSON.stringify(redactedUrl(url))}`);
 }
 
 /** A database URL fit for a message: its password replaced by `***`, at most 200 characters. */

@@ -89,7 +89,7 @@ test('DATABASE_URL: another scheme is refused in one line with the password hidd
   );
   const down = await holon(['clearing', 'serve', '--port', '0'], { env: { DATABASE_URL: `postgresql://holon:secret@127.0.0.1:${port}/holon` } });
   assert.equal(down.code, 1);
-  assert.equal(down.stderr, `holon: could not start the clearing binding: DATABASE_URL postgresql://holon:***@127.0.0.1:${port}/holon: connect ECONNREFUSED 127.0.0.1:${port}\n`);
+  assert.equal(down.stderr, `holon: could not start the clearing binding: DATABASE_URL postgresql://holon:***@127.0.0.1:${port}/holon: no database host accepts writes (127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port})\n`);
 });
 
 test('holon serve --hosted refuses an out-of-bounds rate limit in one line, exit 1, before opening any database', async () => {
@@ -158,7 +158,7 @@ test("the gateway logs one line per request (method, path, status, milliseconds,
     assert.deepEqual({ ...call, time: 0, pid: 0, hostname: '', ms: 0, msg: '' }, { level: 30, time: 0, pid: 0, hostname: '', method: 'POST', path: '/v0/calls', status: 200, ms: 0, receipt, msg: '' });
     assert.equal(call.msg, `POST /v0/calls 200 ${call.ms} ms ${receipt}`);
     assert.equal(typeof call.ms, 'number');
-    assert.deepEqual([miss.method, miss.path, miss.status, miss.receipt, miss.msg], ['GET', '/v0/nothing', 404, null, `GET /v0/nothing 404 ${miss.ms} ms`]);
+    assert.deepEqual([miss.method, miss.path, miss.status, miss.receipt, miss.msg], ['GET', '/v0/nothing', 404, null, `GET /v0/nothing 404 ${miss.ms} ms no_such_route`]);
     const host = lines.filter((line) => String(line.msg).startsWith('agents | '));
     assert.match(String(host[0]?.msg), new RegExp(`^agents \\| holon agents host: http://127\\.0\\.0\\.1:${AGENTS_PORT}/mcp `));
     assert.equal(host[0].level, 30);
