@@ -156,7 +156,8 @@ describe('the Dockerfile (gateway §7 "Operating")', () => {
           if (child.exitCode !== null) throw new Error(`the command exited ${child.exitCode}: ${stderr}`);
           const answer = await fetch(`${url}/v0/catalog`).catch(() => null);
           return answer?.status === 200 ? ((await answer.json()) as { agents: Array<{ id: string }> }) : null;
-        }, 120_000);
+          // The image runs the sources through tsx (no dist/) and migrates two fresh stores: a bound, not a speed.
+        }, 240_000);
         assert.ok(catalog.agents.some((agent) => agent.id === 'holon-labs/csv-profile'), JSON.stringify(catalog));
         // The shipped MCP agent answers through the agents host the gateway started.
         const tried = await fetch(`${url}/v0/demo/holon-labs/csv-profile`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ csv: 'a,b\n1,2\n' }) });
