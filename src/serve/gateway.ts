@@ -9,7 +9,7 @@
  * processes may share one Postgres), posts pending settlements, opens the start-up accounts, and
  * serves the gateway's app with each part's extension and the MCP server of `src/mcp/` at `/mcp`.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -338,7 +338,13 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   outbox.start();
   closers.push(() => outbox.stop());
   // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).
-  const server = createServer();
+  // Until the app is attached a request is answered 503 at once (readiness, issue 27 §2), never
+  // left waiting: the signer and the MCP server are still being built.
+  const starting = (_req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+    res.end(JSON.stringify({ error: 'this gateway process is starting and cannot serve yet: try again in a second', code: 'database_unavailable' }));
+  };
+  const server = createServer(starting);
   closers.push(async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -379,6 +385,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   closers.push(async () => removeSessions());
   const metricsListener = options.metrics_port === undefined ? null : await startMetricsListener(options.metrics_port, options.metrics_host);
   if (metricsListener) closers.push(metricsListener.close);
+  server.removeListener('request', starting);
   server.on('request', app.callback());
   const running: RunningGateway = {
     url: localUrl(address, port),

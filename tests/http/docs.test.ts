@@ -129,8 +129,12 @@ test('every schema file and link the served document refers to answers 200 from 
   const at = `${gw.running.url}/openapi.json`;
   const document = await (await fetch(at)).json();
   const references = referencesOf(document);
-  assert.deepEqual(references, ['/mandate.schema.json', '/manifest.schema.json'], 'the document names the two schema files, and only by a link');
-  for (const reference of references) {
+  assert.deepEqual(references, ['/.well-known/jwks.json', '/mandate.schema.json', '/manifest.schema.json'], 'the document names the two schema files and the signing keys, and only by a link');
+  // The keys are the gateway's own (issue 23), not a file of openapi/: a JWKS it serves.
+  const jwks = await fetch(new URL('/.well-known/jwks.json', at));
+  assert.equal(jwks.status, 200);
+  assert.ok(Array.isArray(((await jwks.json()) as { keys?: unknown }).keys));
+  for (const reference of references.filter((r) => r.endsWith('.schema.json'))) {
     const url = new URL(reference, at);
     assert.equal(url.origin, new URL(at).origin, reference);
     const response = await fetch(url);
