@@ -76,7 +76,8 @@ describe('§1 the call and money metrics move by what the calls did', () => {
     const running = gw.call({ mandate: mandate.id, agent: 'gt/run', input: { sleep_ms: 3000 } }).then((response) => response);
     const during = await waitFor(async () => {
       const scraped = await scrape(gw.http);
-      return sampled(scraped, 'holon_reservations_open') === 1 ? scraped : null;
+      // The budget is reserved first, then the hold opened at the binding (§1 Reserve): wait for both.
+      return sampled(scraped, 'holon_reservations_open') === 1 && sampled(scraped, 'holon_holds_open') === 1 ? scraped : null;
     });
     assert.equal(sampled(during, 'holon_reservations_open_micros'), 100_000);
     assert.equal(sampled(during, 'holon_holds_open'), 1);
