@@ -88,11 +88,12 @@ export function linearize(starts: readonly ModelState[], step: readonly Sent[], 
   const misfits = new Map<number, Mismatch>();
   const best: { depth: number; mismatch: Mismatch | null } = { depth: -1, mismatch: null };
   const visit = (state: ModelState, done: number, depth: number): void => {
-    const key = `${done}:${stateKey(state)}`;
+    const here = stateKey(state);
+    const key = `${done}:${here}`;
     if (seen.has(key)) return;
     seen.add(key);
     if (done === full) {
-      ends.set(stateKey(state), state);
+      ends.set(here, state);
       return;
     }
     for (let i = 0; i < step.length; i += 1) {
@@ -103,7 +104,7 @@ export function linearize(starts: readonly ModelState[], step: readonly Sent[], 
       const all = outcomes(state, sent.op, prefix);
       // The answer now: with the effect (if not yet taken), or after it, changing nothing more.
       const applied = (done & effect) !== 0;
-      const allowed = applied ? all.filter((o) => stateKey(o.next) === stateKey(state)) : all;
+      const allowed = applied ? all.filter((o) => stateKey(o.next) === here) : all;
       const matching = allowed.filter((o) => differs(o.expected, sent.reply) === null);
       if (matching.length > 0) {
         matchedSomewhere.add(i);
@@ -122,7 +123,7 @@ export function linearize(starts: readonly ModelState[], step: readonly Sent[], 
       for (const o of matching) visit(o.next, done | effect | answer, depth + 1);
       // A faulted request's effect alone: an earlier attempt applied, its answer lost.
       if (sent.faulted && !applied) {
-        for (const o of all) if (stateKey(o.next) !== stateKey(state)) visit(o.next, done | effect, depth + 1);
+        for (const o of all) if (stateKey(o.next) !== here) visit(o.next, done | effect, depth + 1);
       }
     }
   };

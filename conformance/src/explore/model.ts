@@ -7,6 +7,7 @@
  * Amounts in the model are the binding's own integer units (invariant 7), already multiplied by
  * the declared `limits.min_amount`.
  */
+import { REFUSED as REFUSED_RULE } from '../expect.ts';
 import { idOf, slotName, type Op } from './ops.ts';
 
 /** An account's figures as read-balance answers them (§6.2); pending is 0 in an immediate binding. */
@@ -72,11 +73,10 @@ export interface Outcome {
 /** The properties explore reports, one JUnit test case each. */
 export type PropertyId = 'explore.answers' | 'explore.once' | 'explore.no-overcommit' | 'explore.within-cap' | 'explore.figures';
 
-/** The codes §7.2 allows for a refusal the contract names no code for (a draw on a released hold...). */
-const REFUSAL_CODES = ['invalid_request', 'insufficient_funds', 'terms_conflict', 'already_reversed', 'not_reversible', 'closed'];
 /** A refusal of a request naming an object that does not exist (§7.2 no_such_object, or invalid_request). */
 const NO_OBJECT: Expected = { kind: 'refused', status: [404, 422], codes: ['no_such_object', 'invalid_request', 'closed'], own: true };
-const REFUSED: Expected = { kind: 'refused', status: [422], codes: REFUSAL_CODES, own: true };
+/** A refusal the contract names no code for (a draw on a released hold...): the scripted checks' rule. */
+const REFUSED: Expected = { kind: 'refused', status: REFUSED_RULE.status, codes: REFUSED_RULE.codes, own: true };
 const code = (c: string): Expected => ({ kind: 'refused', status: [422], codes: [c], own: false });
 
 /** The state a history starts from: the accounts' figures as read, nothing created yet. */
