@@ -29,7 +29,7 @@
  * counts each Postgres gateway cell's commits per call ({@link CommitCounter}).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -185,8 +185,10 @@ class PhaseTimings {
 
 /**
  * This benchmark's `gateway.ts` as of `ref` (the \`before\` path, issue 21 §5): \`git archive\` of
- * that commit in a directory under the system's temporary directory, borrowing this checkout's
- * \`node_modules\` (the ref must need no package this checkout lacks). A snapshot, not a \`git
+ * that commit in a directory under the system's temporary directory. It borrows this checkout's
+ * \`node_modules\` when its \`package-lock.json\` is this checkout's, and installs its own
+ * (\`npm ci --ignore-scripts\`, about a minute) when not: \`7d2dcc0\` still needs \`undici\`, which
+ * this checkout dropped. A snapshot, not a \`git
  * worktree\`: nothing is registered in the repository, so an interrupted run leaves nothing to
  * clean up there. Extracted once per ref.
  */
@@ -194,12 +196,17 @@ function beforeGateway(ref: string): string {
   if (!/^[0-9a-zA-Z._/-]+$/.test(ref)) throw new Error(`BENCH_BEFORE_REF=${ref} is not a commit or tag name`);
   const dir = path.join(os.tmpdir(), `holon-bench-gateway-before-${ref.replace(/\W/g, '_')}`);
   const script = path.join(dir, 'bench', 'gateway', 'gateway.ts');
-  if (!existsSync(script)) {
+  // Written last, so an interrupted extraction or install is done again.
+  const ready = path.join(dir, '.holon-bench-ready');
+  if (!existsSync(ready)) {
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     const archive = execFileSync('git', ['-C', REPO_ROOT, 'archive', '--format=tar', ref], { maxBuffer: 512 * 2 ** 20 });
     execFileSync('tar', ['-x', '-C', dir], { input: archive });
-    symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    const lock = (root: string) => readFileSync(path.join(root, 'package-lock.json'), 'utf8');
+    if (lock(dir) === lock(REPO_ROOT)) symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    else execFileSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+    writeFileSync(ready, ref);
   }
   return script;
 }
