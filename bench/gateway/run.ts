@@ -186,9 +186,9 @@ class PhaseTimings {
 /**
  * This benchmark's `gateway.ts` as of `ref` (the \`before\` path, issue 21 §5): \`git archive\` of
  * that commit in a directory under the system's temporary directory. It borrows this checkout's
- * \`node_modules\` when its \`package-lock.json\` is this checkout's, and installs its own
- * (\`npm ci --ignore-scripts\`, about a minute) when not: \`7d2dcc0\` still needs \`undici\`, which
- * this checkout dropped. A snapshot, not a \`git
+ * \`node_modules\` when its \`package-lock.json\` is this checkout's; when not, a copy of them
+ * brought in line with its lock (\`npm install --ignore-scripts\`, about 15 s): \`7d2dcc0\` still
+ * needs \`undici\`, which this checkout dropped. A snapshot, not a \`git
  * worktree\`: nothing is registered in the repository, so an interrupted run leaves nothing to
  * clean up there. Extracted once per ref.
  */
@@ -205,7 +205,12 @@ function beforeGateway(ref: string): string {
     execFileSync('tar', ['-x', '-C', dir], { input: archive });
     const lock = (root: string) => readFileSync(path.join(root, 'package-lock.json'), 'utf8');
     if (lock(dir) === lock(REPO_ROOT)) symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-    else execFileSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+    else {
+      // A copy of this checkout's packages brought in line with the ref's lock: the packages both
+      // share keep their built native parts (re2), which an install without scripts would lack.
+      execFileSync('cp', ['-a', path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules')]);
+      execFileSync('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+    }
     writeFileSync(ready, ref);
   }
   return script;

@@ -5,6 +5,7 @@
  * nothing reserved, for an input the agent would refuse), so an input that is both invalid and
  * unadmitted answers 422. Amounts are integer micro-units of the root mandate's currency.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { checkAttenuation } from '../contracts/attenuation.ts';
@@ -27,9 +28,10 @@ import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeParams, closeReservation, loadMandate, reserveParams, subMandateParams, type BudgetFigures, type StoredMandate } from './mandates.ts';
 import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
-import { costView, nextReceiptId, now, readReceipt, receiptParams, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
+import { costView, now, readReceipt, receiptParams, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
 import { FINISH_CALL, MANDATE_WRITES, RESERVE_CALL } from './call-writes.ts';
 import { MandateWriteGroups } from './mandate-groups.ts';
+import { ReceiptIds } from './receipt-ids.ts';
 import { PhaseClock } from './server-timing.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
 import { noteReceipt } from '../observe/log-context.ts';
@@ -123,6 +125,12 @@ export type FilesAttached = { ok: true; links: Record<string, FileLink> } | { ok
 /** How long a hold outlives the run's timeout, so settlement can draw on it after a slow finish. */
 const HOLD_MARGIN_MS = 10 * 60 * 1000;
 
+/** How long a call whose closing commit's answer was lost waits for the database to say whether it committed, in milliseconds (issue 27 §2). */
+export const LOST_ANSWER_WAIT_MS = 15_000;
+
+/** How often it asks meanwhile, in milliseconds. */
+const LOST_ANSWER_RETRY_MS = 250;
+
 /** The state of a call while its steps run. */
 interface Call {
   id: string;
@@ -176,9 +184,11 @@ export class Gateway {
   private files: FileAttacher | null = null;
   /** This process's writes on mandate rows, grouped per mandate (issue 21 §2). */
   private readonly groups: MandateWriteGroups;
+  private readonly receiptIds: ReceiptIds;
 
   constructor(private readonly deps: GatewayDeps) {
     this.groups = new MandateWriteGroups(deps.db);
+    this.receiptIds = new ReceiptIds(deps.db);
   }
 
   /** Makes every call check and link the files its input names (gateway §7 "Files"); set once, before the gateway serves. */
@@ -224,11 +234,10 @@ export class Gateway {
     const { db } = this.deps;
     const clock = this.deps.server_timing && !options.parent ? new PhaseClock() : null;
     const derived = options.parent?.sub;
-    // A root call's receipt id is drawn in the statement that reads its mandate.
-    const loaded = derived?.id === request.mandate ? null : await loadMandate(db, request.mandate, { receipt_id: options.receipt === undefined });
+    const loaded = derived?.id === request.mandate ? null : await loadMandate(db, request.mandate);
     const mandate = loaded ?? (derived?.id === request.mandate ? derived : null);
     if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
-    const id = options.receipt ?? loaded?.receipt_id ?? (await nextReceiptId(db));
+    const id = options.receipt ?? (await this.receiptIds.next());
     noteReceipt(id);
     annotate({ 'holon.receipt.id': id });
     clock?.mark('mandate');
@@ -586,8 +595,32 @@ export class Gateway {
       Object.assign(call.receipt, { status: 'failed', billed: false, splits: [], cost: costView(0, parseMoney(call.receipt.cost.downstream)) });
       call.receipt.error = { code: 'gateway_error', message: 'the gateway failed while running this call; nothing was billed and the hold was released' };
       call.receipt.duration_ms = Date.now() - call.started_ms;
-      await this.writeCall(call, 502, SAVE_RECEIPT, receiptParams(call.receipt, this.rootMandate(call)));
-      return { http: 502, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
+      // Fenced like the finish: a receipt restart recovery (or a closing commit whose answer was lost) closed stays as it is.
+      if (await this.writeCall(call, 502, SAVE_RECEIPT, receiptParams(call.receipt, this.rootMandate(call), { only_running: true }))) {
+        return { http: 502, receipt: call.receipt, error: call.receipt.error, total_micros: 0 };
+      }
+      const closed = (await readReceipt(this.deps.db, call.id))!;
+      const answer: ReceiptError = closed.billed
+        ? { code: 'gateway_error', message: `the call ${closed.status} and was billed, but the gateway lost its answer while writing it; receipt ${closed.id} has what was charged` }
+        : (closed.error ?? call.receipt.error);
+      return { http: 502, receipt: closed, error: answer, total_micros: 0 };
+    }
+  }
+
+  /**
+   * The receipt of a call whose closing statement's answer was lost, read back for up to
+   * {@link LOST_ANSWER_WAIT_MS} while the database cannot answer (a failover: the engine promotes
+   * the standby in seconds), every {@link LOST_ANSWER_RETRY_MS}; null when it never could.
+   */
+  private async readAfterLostAnswer(id: string): Promise<Receipt | null> {
+    const until = Date.now() + LOST_ANSWER_WAIT_MS;
+    for (;;) {
+      try {
+        return await readReceipt(this.deps.db, id);
+      } catch {
+        if (Date.now() + LOST_ANSWER_RETRY_MS > until) return null;
+        await sleep(LOST_ANSWER_RETRY_MS);
+      }
     }
   }
 
@@ -638,7 +671,7 @@ export class Gateway {
       const request: CallRequest = { mandate: sub.id, input, ...(typeof target === 'string' ? { agent: target } : target), ...(options?.max_cost ? { max_cost: options.max_cost } : {}) };
       const mode = manifest.downstream?.mode === 'included' ? 'included' : 'passthrough';
       // Registered before the first await, so a run that times out meanwhile still waits for this call (§3).
-      const pending = nextReceiptId(this.deps.db).then((id) => {
+      const pending = this.receiptIds.next().then((id) => {
         call.receipt.children.push(id);
         return this.call(request, { receipt: id, parent: { receipt: call.id, orchestrator: agent, sub: sub!, payer: sub!.payer, mode } });
       });
@@ -750,7 +783,14 @@ export class Gateway {
       });
     } catch (error) {
       claim?.unknown(call.id);
-      throw error;
+      // The statement's answer was lost (a connection broken by a failover, issue 27 §2): it may
+      // have committed. The books decide; only a receipt still `running` was not closed.
+      const stored = await this.readAfterLostAnswer(call.id);
+      if (stored === null || stored.status === 'running') throw error;
+      const ours = stored.status === call.receipt.status && (stored.error?.code ?? null) === (call.receipt.error?.code ?? null);
+      if (!ours) return { http: 502, receipt: stored, error: stored.error ?? undefined, total_micros: 0 };
+      this.deps.logger.warn({ receipt: call.id }, "a call's closing commit went through although its answer was lost");
+      return { http, receipt: stored, output: result.output, error: result.error ?? undefined, total_micros };
     }
     call.clock?.mark('finish');
     if (!written) {

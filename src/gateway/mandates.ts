@@ -12,7 +12,6 @@ import { int } from '../db/index.ts';
 import { isRootMandateId, validateMandate, validateRootMandate, type Mandate } from '../contracts/mandate.ts';
 import { formatMoney, type Micros } from '../contracts/money.ts';
 import { namedStatement, runnerOf } from '../db/raw-sql.ts';
-import { NEXT_RECEIPT_SQL, receiptIdOf } from './receipts.ts';
 
 /** A stored mandate: the document as written, its normalized form, its parent and who pays under it. */
 export interface StoredMandate {
@@ -35,8 +34,6 @@ export interface BudgetFigures {
 /** A root mandate as read, with its budget figures as they were at that read (admission's view; reserving re-checks them). */
 export interface LoadedMandate extends StoredMandate {
   figures: BudgetFigures;
-  /** A new receipt id drawn in the same statement, when asked for (`receipt_id`). */
-  receipt_id?: string;
 }
 
 /** The figures of a mandate row: its running `reserved_micros` and `spent_micros` against `total_micros`. */
@@ -47,25 +44,22 @@ function figuresOf(total_micros: Micros, row: { reserved_micros?: unknown; spent
 }
 
 const ROOT_MANDATE = namedStatement<'id'>('holon_gateway_root_mandate', 'SELECT * FROM gateway_mandates WHERE id = :id::text AND parent IS NULL');
-const ROOT_MANDATE_AND_RECEIPT = namedStatement<'id'>('holon_gateway_root_mandate_receipt', `SELECT *, ${NEXT_RECEIPT_SQL} AS receipt_seq FROM gateway_mandates WHERE id = :id::text AND parent IS NULL`);
 
 /**
  * Reads a root mandate and its budget figures (one statement), or null: the only kind a door
  * (`/v0`, `/mcp`) may name. A derived sub-mandate (gateway §3) is null here, like a mandate that
  * does not exist: it is usable only by the run it was derived for, which holds it (issue 8
  * §1.1). So is any id with a dot, unread: a root id has none (`validateRootMandate`), and a root
- * stored with one before that rule would count its calls under another root. `receipt_id`: also draw a new receipt id in the same statement (a call's first read;
- * none is drawn when there is no such mandate). Throws ContractError when a stored document is no longer valid.
+ * stored with one before that rule would count its calls under another root. Throws
+ * ContractError when a stored document is no longer valid.
  */
-export async function loadMandate(db: Knex | Knex.Transaction, id: string, options: { receipt_id?: boolean } = {}): Promise<LoadedMandate | null> {
+export async function loadMandate(db: Knex | Knex.Transaction, id: string): Promise<LoadedMandate | null> {
   if (!isRootMandateId(id)) return null;
-  const read = options.receipt_id ? ROOT_MANDATE_AND_RECEIPT : ROOT_MANDATE;
-  const [row] = await runnerOf(db)(read.statement, read.values({ id }));
+  const [row] = await runnerOf(db)(ROOT_MANDATE.statement, ROOT_MANDATE.values({ id }));
   if (!row) return null;
   const document = typeof row.document === 'string' ? JSON.parse(row.document) : row.document;
   const mandate = validateMandate(document);
   const loaded: LoadedMandate = { id, document, mandate, parent: row.parent, payer: row.payer, figures: figuresOf(mandate.budget.total_micros, row) };
-  if (options.receipt_id) loaded.receipt_id = receiptIdOf(row.receipt_seq);
   return loaded;
 }
 

@@ -53,17 +53,8 @@ export function costView(own_micros: Micros, downstream_micros: Micros): Receipt
   return { own: formatMoney(own_micros), downstream: formatMoney(downstream_micros), total: formatMoney(own_micros + downstream_micros) };
 }
 
-/** The SQL expression that draws the next receipt number, so a statement that reads something else can draw one too. */
-export const NEXT_RECEIPT_SQL = `nextval('gateway_receipt_seq')`;
-
-/** The receipt id of a number drawn by {@link NEXT_RECEIPT_SQL}: `r1`, `r2`, … */
-export const receiptIdOf = (n: number | string): string => `r${n}`;
-
-/** A new receipt id (`r1`, `r2`, …), from a database sequence so ids never repeat across restarts. */
-export async function nextReceiptId(db: Knex): Promise<string> {
-  const result = await db.raw(`SELECT ${NEXT_RECEIPT_SQL} AS n`);
-  return receiptIdOf(result.rows[0].n);
-}
+/** The receipt id of a number drawn from `gateway_receipt_seq` (`receipt-ids.ts`): `r1`, `r2`, … */
+export const receiptIdOf = (n: number | bigint | string): string => `r${n}`;
 
 /** Who owns a `running` receipt: the hold to release if its process dies first, and that process's lease id. */
 export interface RunningOwner {

@@ -99,7 +99,18 @@ export async function startPgCluster(): Promise<PgCluster> {
   const stop = async () => {
     for (const pgdata of [...nodes.map((node) => node.pgdata), monitorData]) await autoctl(['stop', '--pgdata', pgdata, '--immediate']).catch(() => {});
     for (const runner of runners) runner.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
+    // A postmaster the stop left running (its keeper killed first) would keep writing into the directory.
+    for (const pgdata of [...nodes.map((node) => node.pgdata), monitorData]) {
+      const pid = Number((await readFile(path.join(pgdata, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
+      if (pid > 0) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      }
+    }
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   };
 
   const roles = async () => {

@@ -1,0 +1,49 @@
+/**
+ * Receipt ids (`r1`, `r2`, …, gateway §4) that never repeat, even across a failover (issue 27 §2).
+ *
+ * A bare `SELECT nextval(…)` commits nothing the server must wait for: it writes WAL only every
+ * 32 values and answers at once. During a failover the old primary, restarted by its keeper,
+ * still answers such reads for a moment from a sequence the new primary never saw, so two calls
+ * (one id drawn there, one on the new primary) could get one id, and the second's receipt would
+ * overwrite the first's. Here ids are drawn in blocks by a statement that takes a transaction id
+ * (`txid_current()`), so its commit waits for the WAL flush and for the synchronous standby like
+ * any write: an id is handed out only once it is durable where the next primary will be, and an
+ * old primary that lost its standby hands out none. One such commit per
+ * {@link RECEIPT_ID_BLOCK} calls; ids stay increasing within a process, and unique across processes.
+ *
+ * Bounds: at most {@link RECEIPT_ID_BLOCK} ids wait in a process; one block is drawn at a time, and
+ * a caller waits for at most the draws it takes to get one.
+ */
+import type { Knex } from 'knex';
+import { receiptIdOf } from './receipts.ts';
+
+/** Ids drawn per durable round trip. */
+export const RECEIPT_ID_BLOCK = 64;
+
+const DRAW_BLOCK = `SELECT nextval('gateway_receipt_seq') AS n, txid_current() AS xid FROM generate_series(1, ${RECEIPT_ID_BLOCK})`;
+
+/** The receipt ids one gateway process hands out (see the module comment). */
+export class ReceiptIds {
+  /** Drawn and durable, not yet handed out, in increasing order. */
+  private readonly ready: string[] = [];
+  private drawing: Promise<void> | null = null;
+
+  constructor(private readonly db: Knex) {}
+
+  /** A new receipt id, never handed out before by any process on this database. Throws what the database threw. */
+  async next(): Promise<string> {
+    while (this.ready.length === 0) {
+      this.drawing ??= this.draw().finally(() => {
+        this.drawing = null;
+      });
+      await this.drawing;
+    }
+    return this.ready.shift()!;
+  }
+
+  private async draw(): Promise<void> {
+    const rows: Array<{ n: string | number }> = (await this.db.raw(DRAW_BLOCK)).rows;
+    const numbers = rows.map((row) => BigInt(row.n)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    this.ready.push(...numbers.map(receiptIdOf));
+  }
+}
