@@ -57,22 +57,8 @@ export function isMachinery(account: string): boolean {
   return account.startsWith('external:') || account.startsWith('platform:');
 }
 
-/**
- * Runs `work` in one database transaction: it happens whole or not at all (invariant 9).
- * A concurrent first use of the same identifier surfaces as a unique violation; the work is
- * then run once more, and finds the other's row as a replay (§9).
- */
-export async function inTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await db.transaction(work);
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      if (attempt < 3 && (code === '23505' || code === '40P01')) continue;
-      throw error;
-    }
-  }
-}
+/** Runs `work` in one database transaction, again when it lost a race (invariant 9, §9: the retry finds the other's row as a replay). */
+export { inTransaction } from '../db/transaction.ts';
 
 /**
  * Locks the named holder accounts (in id order, so two operations never deadlock) and checks

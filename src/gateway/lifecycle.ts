@@ -28,12 +28,13 @@ import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
 import { budgetOf, closeParams, closeReservation, loadMandate, reserveParams, subMandateParams, type BudgetFigures, type StoredMandate } from './mandates.ts';
 import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
-import { costView, now, readReceipt, receiptParams, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
+import { costView, now, readReceipt, readReceiptDurably, receiptParams, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
 import { FINISH_CALL, MANDATE_WRITES, RESERVE_CALL } from './call-writes.ts';
 import { MandateWriteGroups } from './mandate-groups.ts';
 import { ReceiptIds } from './receipt-ids.ts';
 import { PhaseClock } from './server-timing.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { noteReceipt } from '../observe/log-context.ts';
 import { countCall } from '../observe/metrics.ts';
 import { annotate, inSpan } from '../observe/trace.ts';
@@ -237,7 +238,7 @@ export class Gateway {
     const loaded = derived?.id === request.mandate ? null : await loadMandate(db, request.mandate);
     const mandate = loaded ?? (derived?.id === request.mandate ? derived : null);
     if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
-    const id = options.receipt ?? (await this.receiptIds.next());
+    const id = options.receipt ?? (await this.receiptIds.next(this.deps.process_id));
     noteReceipt(id);
     annotate({ 'holon.receipt.id': id });
     clock?.mark('mandate');
@@ -608,15 +609,16 @@ export class Gateway {
   }
 
   /**
-   * The receipt of a call whose closing statement's answer was lost, read back for up to
-   * {@link LOST_ANSWER_WAIT_MS} while the database cannot answer (a failover: the engine promotes
-   * the standby in seconds), every {@link LOST_ANSWER_RETRY_MS}; null when it never could.
+   * The receipt of a call whose closing statement's answer was lost, read durably
+   * (`readReceiptDurably`: never from an old primary's commits the new one will not have), tried
+   * for up to {@link LOST_ANSWER_WAIT_MS} while the database cannot answer (a failover: the engine
+   * promotes the standby in seconds), every {@link LOST_ANSWER_RETRY_MS}; null when it never could.
    */
   private async readAfterLostAnswer(id: string): Promise<Receipt | null> {
     const until = Date.now() + LOST_ANSWER_WAIT_MS;
     for (;;) {
       try {
-        return await readReceipt(this.deps.db, id);
+        return await readReceiptDurably(this.deps.db, id, Math.max(until - Date.now(), LOST_ANSWER_RETRY_MS));
       } catch {
         if (Date.now() + LOST_ANSWER_RETRY_MS > until) return null;
         await sleep(LOST_ANSWER_RETRY_MS);
@@ -646,7 +648,8 @@ export class Gateway {
    * `unknown_until`: whether open-hold took effect is unknown, and the hold would expire then.
    */
   private async abandon(call: Call, hold: { holdId: string; unknown_until?: Date } | null): Promise<void> {
-    await this.deps.db.transaction(async (trx) => {
+    // Again after a deadlock: restart recovery may be closing another call of the same mandate.
+    await inTransaction(this.deps.db, async (trx) => {
       await closeReservation(trx, call.id, null);
       if (hold) {
         const body = { holdId: hold.holdId, reason: 'call ended without a charge', ...(hold.unknown_until ? { unknown_until: hold.unknown_until.toISOString() } : {}) };
@@ -671,7 +674,7 @@ export class Gateway {
       const request: CallRequest = { mandate: sub.id, input, ...(typeof target === 'string' ? { agent: target } : target), ...(options?.max_cost ? { max_cost: options.max_cost } : {}) };
       const mode = manifest.downstream?.mode === 'included' ? 'included' : 'passthrough';
       // Registered before the first await, so a run that times out meanwhile still waits for this call (§3).
-      const pending = this.receiptIds.next().then((id) => {
+      const pending = this.receiptIds.next(this.deps.process_id).then((id) => {
         call.receipt.children.push(id);
         return this.call(request, { receipt: id, parent: { receipt: call.id, orchestrator: agent, sub: sub!, payer: sub!.payer, mode } });
       });

@@ -30,8 +30,20 @@ export class ReceiptIds {
 
   constructor(private readonly db: Knex) {}
 
-  /** A new receipt id, never handed out before by any process on this database. Throws what the database threw. */
-  async next(): Promise<string> {
+  /** The lease the waiting ids were drawn under. */
+  private lease: number | null = null;
+
+  /**
+   * A new receipt id, never handed out before by any process on this database. `lease`: this
+   * process's lease id now; a new one means the process lost its database connection (a
+   * failover), so the ids drawn before are dropped: with asynchronous replication their block
+   * may not have reached the new primary, which would draw them again. Throws what the database threw.
+   */
+  async next(lease: number): Promise<string> {
+    if (lease !== this.lease) {
+      this.ready.length = 0;
+      this.lease = lease;
+    }
     while (this.ready.length === 0) {
       this.drawing ??= this.draw().finally(() => {
         this.drawing = null;

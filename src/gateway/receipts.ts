@@ -153,6 +153,18 @@ export async function readReceipt(db: Knex | Knex.Transaction, id: string): Prom
   return row ? documentOf(row) : null;
 }
 
+/**
+ * Reads one receipt, or null, as the synchronous standby has it too (issue 27 §2): the read takes
+ * a transaction id, so its commit waits for the standby like a write's, and it answers only once
+ * what it read is durable where the next primary will be. An old primary a failover engine
+ * restarted for a moment, whose own commits the new primary never saw, cannot answer it (it has
+ * no standby left): it blocks there until that node is demoted. Gives up after `timeout_ms`.
+ */
+export async function readReceiptDurably(db: Knex, id: string, timeout_ms: number): Promise<Receipt | null> {
+  const rows = (await db.raw('SELECT document, txid_current() AS xid FROM gateway_receipts WHERE id = ?', [id]).timeout(timeout_ms, { cancel: true })).rows;
+  return rows.length > 0 ? documentOf(rows[0]) : null;
+}
+
 /** Expands a receipt into its tree, children in the order the receipt lists them. */
 export async function treeOf(db: Knex, receipt: Receipt): Promise<ReceiptTree> {
   const rows = receipt.children.length === 0 ? [] : await db('gateway_receipts').whereIn('id', receipt.children).select('document');

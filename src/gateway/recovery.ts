@@ -10,6 +10,7 @@
 import type { Knex } from 'knex';
 import { rootMandateOf } from '../contracts/mandate.ts';
 import { parseMoney, type Micros } from '../contracts/money.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { closeStrandedApprovals } from './decisions.ts';
 import { closeReservation } from './mandates.ts';
 import type { Outbox } from './outbox.ts';
@@ -37,9 +38,9 @@ async function paidDownstream(db: Knex | Knex.Transaction, receipt: Receipt): Pr
 export async function closeInterrupted(db: Knex, outbox: Outbox, dead: readonly number[]): Promise<number> {
   let closed = 0;
   for (const { receipt: seen } of await runningReceipts(db, dead)) {
-    await db.transaction(async (trx) => {
+    const done = await inTransaction(db, async (trx) => {
       const [still] = await runningReceipts(trx, dead, { id: seen.id, lock: true });
-      if (!still) return;
+      if (!still) return false;
       const { receipt, hold_id } = still;
       const children = (await childrenOf(trx, receipt.id)).map((child) => child.id);
       const downstream_micros = await paidDownstream(trx, receipt);
@@ -47,8 +48,9 @@ export async function closeInterrupted(db: Knex, outbox: Outbox, dead: readonly 
       await saveReceipt(trx, { ...receipt, status: 'failed', billed: false, cost: costView(0, downstream_micros), children, error }, rootMandateOf(receipt.mandate));
       await closeReservation(trx, receipt.id, downstream_micros > 0 ? downstream_micros : null);
       if (hold_id) await outbox.write(trx, [{ operation: 'release-hold', receipt: receipt.id, body: { holdId: hold_id, reason: 'gateway restarted' } }]);
-      closed++;
+      return true;
     });
+    if (done) closed++;
   }
   return closed;
 }
