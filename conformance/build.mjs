@@ -1,6 +1,6 @@
 // Builds the publishable kit into dist/: one ES module per entry (the command line and the
 // library), with the generated clearing client and the package's own metadata compiled in, and
-// the declared dependencies (commander, fast-check, junit-report-builder, yaml) left as imports.
+// the declared dependencies (commander, fast-check, junit-report-builder, undici, yaml) left as imports.
 import { rm } from 'node:fs/promises';
 import { build } from 'esbuild';
 

@@ -45,7 +45,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 function run(flags: RunFlags): Promise<number> {
   return guarded(async () => {
     if (flags.config === undefined) throw new ConfigError(`--config <file> is required (write one with: holon-conformance init); see --help`);
-    const config = await loadConfig(flags.config);
+    const config = await loadConfig(flags.config, { cert: flags.cert, key: flags.key, ca: flags.ca });
     const only = flags.only?.split(',').map((s) => s.trim()).filter((s) => s !== '');
     const report = await runConformance(config, { only, onProgress: (e) => console.log(formatProgress(e)) });
     console.log(formatReport(report));
@@ -59,7 +59,7 @@ function run(flags: RunFlags): Promise<number> {
 function explore(flags: ExploreFlags): Promise<number> {
   return guarded(async () => {
     if (flags.config === undefined) throw new ConfigError(`--config <file> is required (write one with: holon-conformance init); see explore --help`);
-    const config = await loadConfig(flags.config);
+    const config = await loadConfig(flags.config, { cert: flags.cert, key: flags.key, ca: flags.ca });
     const report = await runExplore(config, { ...exploreOptions(flags), onProgress: (line) => console.log(line) });
     console.log(formatReport(report));
     console.log(`seed ${report.explore.seed}: ${report.explore.histories} histories, ${report.explore.requests} requests; replay with: ${report.explore.replay} --config ${flags.config}`);

@@ -10,7 +10,7 @@ import type { Declared } from './declared.ts';
 import { answered, applied, asObject, ensure, fail, gotOf, Inconclusive, isInt, NotApplicable, type Json } from './expect.ts';
 import type { Figures } from './figures.ts';
 import type { Exchange, ExchangeLog } from './http.ts';
-import { Wire, type Reply } from './wire.ts';
+import { Wire, wireTarget, type Reply } from './wire.ts';
 
 /**
  * How the kit puts value in the payer's account: through credit or adjust under run-unique
@@ -42,7 +42,7 @@ export class RunState {
 
   /** A fresh wire recording into this run's log. */
   newWire(): Wire {
-    return new Wire({ url: this.config.url, headers: this.config.headers, timeout_ms: this.config.timeout_ms, onHold: (holdId) => this.holds.add(holdId) }, this.log);
+    return new Wire({ ...wireTarget(this.config), onHold: (holdId) => this.holds.add(holdId) }, this.log);
   }
 
   /** A run-unique identifier such as `hc-lq2x9a-3f1c-settle-7`. */

@@ -1,7 +1,11 @@
 /**
  * The HTTP recorder: a `fetch` that keeps every request the kit sends and the answer it got, so a
- * failure can show both and print a `curl` line that reproduces it.
+ * failure can show both and print a `curl` line that reproduces it. Requests go through undici's
+ * fetch on a connection pool of the kit's own ({@link dispatcherFor}), which carries the TLS
+ * credentials of a binding behind mutual TLS (issue 23 §4).
  */
+import { Agent, fetch as undiciFetch, type Dispatcher } from 'undici';
+import { readClientTls, type TlsFiles } from './config.ts';
 
 /** One request the kit sent and what came back, exactly as seen on the wire. */
 export interface Exchange {
@@ -49,16 +53,35 @@ export class ExchangeLog {
   }
 }
 
+/** The kit's connection pools (keep-alive), one per set of TLS files (`null`: none); a process runs a config or a few, so they are few. */
+const pools = new Map<string, Agent>();
+
 /**
- * A `fetch` that performs the request with a timeout and hands the completed exchange to
- * `record`. The body of the returned Response is the recorded text. A transport failure is
- * recorded with status null and then rethrown, as `fetch` would.
+ * The connection pool for a binding reached with `tls` (its certificate, key and CA, read now),
+ * or without: every wire of a run shares it, so connections are reused across checks. Throws
+ * ConfigError when a file can no longer be read.
+ */
+export function dispatcherFor(tls: TlsFiles | null): Dispatcher {
+  const key = JSON.stringify(tls);
+  let pool = pools.get(key);
+  if (pool === undefined) {
+    pool = new Agent(tls === null ? {} : { connect: readClientTls(tls) });
+    pools.set(key, pool);
+  }
+  return pool;
+}
+
+/**
+ * A `fetch` that performs the request on `dispatcher` with a timeout and hands the completed
+ * exchange to `record`. The body of the returned Response is the recorded text. A transport
+ * failure is recorded with status null and then rethrown, as `fetch` would.
  */
 export function recordingFetch(
   op: string,
   seq: () => number,
   timeout_ms: number,
   record: (exchange: Exchange) => void,
+  dispatcher: Dispatcher,
 ): typeof fetch {
   return async (input, init) => {
     const request = new Request(input, init);
@@ -72,11 +95,13 @@ export function recordingFetch(
       request_headers: headersOf(request.headers),
       request_body,
     };
-    let response: Response;
+    let answer: Awaited<ReturnType<typeof undiciFetch>>;
     let text: string;
     try {
-      response = await fetch(request, { signal: AbortSignal.timeout(timeout_ms) });
-      text = await response.text();
+      answer = await undiciFetch(request.url, {
+        method: request.method, headers: [...request.headers], body: request_body ?? undefined, dispatcher, signal: AbortSignal.timeout(timeout_ms),
+      });
+      text = await answer.text();
     } catch (error) {
       record({
         ...base, status: null, response_headers: {}, response_body: '', json: undefined,
@@ -86,14 +111,14 @@ export function recordingFetch(
     }
     record({
       ...base,
-      status: response.status,
-      response_headers: headersOf(response.headers),
+      status: answer.status,
+      response_headers: headersOf(answer.headers),
       response_body: text,
       json: parseJson(text),
       transport_error: null,
       elapsed_ms: Math.round(performance.now() - started),
     });
-    return new Response(text, { status: response.status, headers: response.headers });
+    return new Response(text, { status: answer.status, headers: [...answer.headers] });
   };
 }
 
@@ -132,7 +157,8 @@ function parseJson(text: string): unknown {
   }
 }
 
-function headersOf(headers: Headers): Record<string, string> {
+/** Headers as a plain object (the request's, and undici's answer's). */
+function headersOf(headers: { forEach(each: (value: string, name: string) => void): void }): Record<string, string> {
   const out: Record<string, string> = {};
   headers.forEach((value, name) => {
     out[name] = value;

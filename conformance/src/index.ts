@@ -5,7 +5,7 @@
  */
 export { CHECKS } from './checks/index.ts';
 export type { Check, CheckResult, Failure, Level, Outcome, SectionName } from './check.ts';
-export { ConfigError, loadConfig, parseConfig, type Access, type ConformanceConfig } from './config.ts';
+export { ConfigError, loadConfig, parseConfig, type Access, type ClientTls, type ConformanceConfig, type TlsFiles } from './config.ts';
 export { CONTRACT_VERSION } from './contract.ts';
 export { CONFIG_TEMPLATE, writeConfigTemplate } from './init.ts';
 export { toJunit } from './report/junit.ts';

@@ -30,6 +30,14 @@ access: loopback
 #     authorization: Bearer <token>
 headers: {}
 
+# TLS to an https:// binding: PEM files, paths relative to this file (--cert, --key and --ca
+# replace them). A binding behind mutual TLS asks for a client certificate its CA signed; it runs
+# no loopback gate, so set access: other.
+#   tls:
+#     cert: kit.crt          # the kit's client certificate, with its key
+#     key: kit.key
+#     ca: binding-ca.crt     # the CA that signed the binding's certificate, when Node does not trust it
+
 # Per-request timeout in milliseconds (at least 100).
 timeout_ms: 10000
 

@@ -11,7 +11,7 @@ import { CONTRACT_VERSION } from './contract.ts';
 import { readDeclared, type Declared } from './declared.ts';
 import { CheckFailed, Inconclusive, NotApplicable, type Verdict } from './expect.ts';
 import { ExchangeLog } from './http.ts';
-import { Wire, type Reply } from './wire.ts';
+import { Wire, wireTarget, type Reply } from './wire.ts';
 
 /** Longest a single check may take before it is failed, in milliseconds. */
 const CHECK_TIMEOUT_MS = 60_000;
@@ -229,14 +229,16 @@ function fundingNote(state: RunState): string {
  * binding that refuses the kit.
  */
 export async function readBinding(config: ConformanceConfig, log: ExchangeLog): Promise<Declared> {
-  const reply = await new Wire({ url: config.url, headers: config.headers, timeout_ms: config.timeout_ms }, log).capabilities();
+  const reply = await new Wire(wireTarget(config), log).capabilities();
   if (reply.status === null) {
-    throw new BindingUnreachable(`cannot reach the binding at ${config.url}: ${reply.exchange.transport_error}`);
+    // An https binding whose certificate a private CA signed is unreachable until the kit trusts that CA.
+    const tlsHint = config.url.startsWith('https:') && config.tls?.ca === undefined ? '; if a CA of your own signed its certificate, give it (tls.ca in the config, or --ca)' : '';
+    throw new BindingUnreachable(`cannot reach the binding at ${config.url}: ${reply.exchange.transport_error}${tlsHint}`);
   }
   const declared = reply.status === 200 ? readDeclared(reply.body) : null;
   if (declared !== null) return declared;
   const hint = reply.status === 401 || reply.status === 403
-    ? 'it refused the kit: run the kit on the binding\'s host (§3 gate) or give it the binding\'s authentication in `headers`'
+    ? 'it refused the kit: run the kit on the binding\'s host (§3 gate), give it the binding\'s authentication in `headers`, or, for a binding behind mutual TLS, a client certificate its CA signed (tls.cert and tls.key in the config, or --cert and --key)'
     : 'check `url` in the config: it must be the binding\'s base URL (a Holon gateway\'s own URL is not its binding\'s)';
   throw new NotABinding(`${config.url} is not a clearing binding: GET /internal/clearing/capabilities answered ${answerOf(reply)}, `
     + `where a binding answers 200 with its capability document listing \`operations\` (clearing-contract §5); ${hint}`);

@@ -9,8 +9,10 @@ import type {
   AdjustRequest, CreditRequest, DrawRequest, OpenHoldRequest, ReleaseHoldRequest,
   ResizeHoldRequest, ReverseRequest, SettleRequest,
 } from '../../generated/clearing/client/types.gen.ts';
+import type { Dispatcher } from 'undici';
+import type { ConformanceConfig, TlsFiles } from './config.ts';
 import type { OperationName } from './contract.ts';
-import { recordingFetch, type Exchange, type ExchangeLog } from './http.ts';
+import { dispatcherFor, recordingFetch, type Exchange, type ExchangeLog } from './http.ts';
 
 /** What the binding answered to one call: status (null when nothing came back) and parsed body. */
 export interface Reply {
@@ -23,13 +25,20 @@ export interface Reply {
 /** Extra request headers for one call, e.g. `{ 'x-forwarded-for': '203.0.113.7' }` (§3). */
 export type ExtraHeaders = Readonly<Record<string, string>>;
 
-/** Where the wire sends and records: base URL, headers for every request, per-request timeout. */
+/** Where the wire sends and records: base URL, headers for every request, per-request timeout, TLS credentials. */
 export interface WireTarget {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly timeout_ms: number;
+  /** The TLS files of an `https://` binding (the config's `tls`), or null. */
+  readonly tls: TlsFiles | null;
   /** Told every hold id this wire asks to open, before the request goes out, so the run can release them all at the end. */
   readonly onHold?: (holdId: string) => void;
+}
+
+/** The config's binding as a wire's target, or `url` in its place (explore's fault proxy, which carries the credentials itself). */
+export function wireTarget(config: ConformanceConfig, url: string = config.url): WireTarget {
+  return { url, headers: config.headers, timeout_ms: config.timeout_ms, tls: url === config.url ? config.tls : null };
 }
 
 /**
@@ -48,11 +57,13 @@ export class Wire {
   readonly #client: Client;
   readonly #target: WireTarget;
   readonly #log: ExchangeLog;
+  readonly #dispatcher: Dispatcher;
   readonly #mine: Exchange[] = [];
 
   constructor(target: WireTarget, log: ExchangeLog) {
     this.#target = target;
     this.#log = log;
+    this.#dispatcher = dispatcherFor(target.tls);
     this.#client = createClient({ baseUrl: target.url, headers: { ...target.headers } });
   }
 
@@ -172,7 +183,7 @@ export class Wire {
     const fetchFn = recordingFetch(op, () => this.#log.nextSeq(), this.#target.timeout_ms, (e) => {
       recorded = this.#log.add(e);
       this.#mine.push(e);
-    });
+    }, this.#dispatcher);
     await send({ client: this.#client, fetch: fetchFn, parseAs: 'text' });
     if (recorded === undefined) throw new Error(`holon-conformance: ${op} sent no request`);
     return { status: recorded.status, body: recorded.json, exchange: recorded };

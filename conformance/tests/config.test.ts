@@ -11,7 +11,7 @@ const fixtures = { agent_key: 'a', unknown_agent_key: 'b', accounts: { payer: 'p
 test('defaults: headers {}, access loopback, prefunded 0, timeout 10 s; a trailing slash is dropped', () => {
   assert.deepEqual(parseConfig({ url: 'http://127.0.0.1:4100/', fixtures }), {
     url: 'http://127.0.0.1:4100', headers: {}, access: 'loopback',
-    fixtures: { ...fixtures, prefunded: 0 }, timeout_ms: 10_000,
+    fixtures: { ...fixtures, prefunded: 0 }, timeout_ms: 10_000, tls: null,
   });
 });
 

@@ -237,7 +237,7 @@ describe('the command line', () => {
       assert.match(text, new RegExp(`#[^\\n]*\\n\\s*(#[^\\n]*\\n\\s*)*${field}:`), `${field} has a comment above it`);
     }
     assert.deepEqual(await loadConfig(file), {
-      url: 'http://127.0.0.1:4100', headers: {}, access: 'loopback', timeout_ms: 10_000,
+      url: 'http://127.0.0.1:4100', headers: {}, access: 'loopback', timeout_ms: 10_000, tls: null,
       fixtures: { agent_key: 'conf-agent', unknown_agent_key: 'conf-nobody', accounts: { payer: 'conf-payer', payee: 'conf-payee' }, prefunded: 0 },
     });
     const again = await cli(['init'], { cwd: dir });
@@ -258,7 +258,7 @@ describe('the command line', () => {
   test('--help lists every option with an example, the exit codes, and the contract version', async () => {
     const help = await cli(['--help']);
     assert.equal(help.code, 0);
-    for (const option of ['--config', '--only', '--json', '--junit']) assert.match(help.stdout, new RegExp(`e\\.g\\. ${option}\\s+\\S`), option);
+    for (const option of ['--config', '--only', '--json', '--junit', '--cert', '--key', '--ca']) assert.match(help.stdout, new RegExp(`e\\.g\\. ${option}\\s+\\S`), option);
     assert.match(help.stdout, /init \[options\] \[file\][\s\S]*e\.g\. holon-conformance init/);
     assert.match(help.stdout, /clearing-contract version 1/);
     assert.match(help.stdout, /Exit status:\n {2}0 [^\n]*\n {2}1 [^\n]*\n {2}2 /);

@@ -2,9 +2,11 @@
  * The Holon reference binding (`src/clearing/`) served for the kit's own tests, with the kit's
  * fixtures created through its own doors. Only tests import `src/`; the kit never does.
  */
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createClearingApp } from '../../src/clearing/app.ts';
 import type { REQUIRED_OPERATIONS } from '../../src/clearing/capabilities.ts';
+import type { MutualTls } from '../../src/clearing/tls.ts';
 import type { Database } from '../../src/db/index.ts';
 import { testBinding, unique } from '../../tests/helpers/clearing.ts';
 
@@ -14,13 +16,22 @@ export interface ServedBinding {
   close(): Promise<void>;
 }
 
-/** Serves the reference binding over `db` on a free loopback port, offering `operations` (default all). */
-export async function serveReference(db: Database, operations?: typeof REQUIRED_OPERATIONS): Promise<ServedBinding> {
-  const server = createClearingApp({ db: db.knex, operations }).listen(0, '127.0.0.1');
+/**
+ * Serves the reference binding over `db` on a free loopback port, offering `operations` (default
+ * all); with `tls`, over https behind mutual TLS (issue 23 §4), as `holon clearing serve` does.
+ */
+export async function serveReference(db: Database, operations?: typeof REQUIRED_OPERATIONS, tls?: MutualTls): Promise<ServedBinding> {
+  const app = createClearingApp({ db: db.knex, operations, gate: tls ? 'mutual-tls' : 'loopback' });
+  const server = tls
+    ? createHttpsServer({ ...tls, requestCert: true, rejectUnauthorized: false }, app.callback()).listen(0, '127.0.0.1')
+    : app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
   };
 }
 

@@ -4,7 +4,8 @@
  * signed by the CA it trusts; a caller without one is answered 403 `not_permitted`, the code the
  * §3 gate refuses with. With TLS set, the authenticated channel stands in for the loopback gate.
  * The settings name PEM files: `HOLON_CLEARING_TLS_CERT`, `HOLON_CLEARING_TLS_KEY` and
- * `HOLON_CLEARING_TLS_CA`, all three or none.
+ * `HOLON_CLEARING_TLS_CA`, all three or none (the gateway's side reads its own three with the
+ * same reader, `src/gateway/clearing.ts`).
  */
 import { readFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
@@ -18,15 +19,22 @@ export interface MutualTls {
   ca: string;
 }
 
-/** The variables of {@link MutualTls}, by field. */
-export const TLS_VARIABLES = { cert: 'HOLON_CLEARING_TLS_CERT', key: 'HOLON_CLEARING_TLS_KEY', ca: 'HOLON_CLEARING_TLS_CA' } as const;
+/** The environment variables that name a {@link MutualTls}'s PEM files, by field. */
+export type TlsVariables = Readonly<Record<keyof MutualTls, string>>;
 
-/** The mutual TLS the environment names (PEM file paths), or null when none of the three is set. Throws naming a missing one or a file that cannot be read. */
-export function mutualTlsFromEnv(env: NodeJS.ProcessEnv = process.env): MutualTls | null {
-  const set = Object.entries(TLS_VARIABLES).filter(([, name]) => env[name]);
+/** The binding's side: `HOLON_CLEARING_TLS_CERT`, `_KEY`, `_CA`. */
+export const TLS_VARIABLES = { cert: 'HOLON_CLEARING_TLS_CERT', key: 'HOLON_CLEARING_TLS_KEY', ca: 'HOLON_CLEARING_TLS_CA' } as const satisfies TlsVariables;
+
+/**
+ * The mutual TLS the environment names (PEM file paths in the variables `names`, the binding's by
+ * default; the gateway reads its own side with other names), or null when none of the three is
+ * set. Throws naming a missing one or a file that cannot be read.
+ */
+export function mutualTlsFromEnv(env: NodeJS.ProcessEnv = process.env, names: TlsVariables = TLS_VARIABLES): MutualTls | null {
+  const set = Object.values(names).filter((name) => env[name]);
   if (set.length === 0) return null;
-  const missing = Object.values(TLS_VARIABLES).filter((name) => !env[name]);
-  if (missing.length > 0) throw new Error(`mutual TLS needs ${Object.values(TLS_VARIABLES).join(', ')} together; ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not set`);
+  const missing = Object.values(names).filter((name) => !env[name]);
+  if (missing.length > 0) throw new Error(`mutual TLS needs ${Object.values(names).join(', ')} together; ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not set`);
   const read = (name: string) => {
     try {
       return readFileSync(env[name]!, 'utf8');
@@ -34,7 +42,7 @@ export function mutualTlsFromEnv(env: NodeJS.ProcessEnv = process.env): MutualTl
       throw new Error(`${name}=${env[name]} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
   };
-  return { cert: read(TLS_VARIABLES.cert), key: read(TLS_VARIABLES.key), ca: read(TLS_VARIABLES.ca) };
+  return { cert: read(names.cert), key: read(names.key), ca: read(names.ca) };
 }
 
 /**

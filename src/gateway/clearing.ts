@@ -5,9 +5,12 @@
  * failure, timeout or 5xx, {@link ClearingUnreachable}). Two forms answer alike: over HTTP to any
  * binding's URL ({@link HttpClearingPort}, here) and in the process of the reference binding
  * (`InProcessClearingPort`, `clearing-in-process.ts`). Amounts are integer micro-units of the
- * binding's unit.
+ * binding's unit. A binding that is not co-located is reached over mutual TLS (issue 23 §4):
+ * {@link checkClearingChannel} says which URLs and credentials may go together.
  */
 import { Agent, fetch as undiciFetch } from 'undici';
+import { mutualTlsFromEnv, type MutualTls, type TlsVariables } from '../clearing/tls.ts';
+import { isLoopback } from '../http/access.ts';
 import { createClient } from '../../generated/clearing/client/client/index.ts';
 import * as sdk from '../../generated/clearing/client/sdk.gen.ts';
 import type { Client } from '../../generated/clearing/client/client/index.ts';
@@ -46,6 +49,12 @@ async function settled<T>(what: string, call: Promise<Result<T>>): Promise<T> {
   const status = result.response.status;
   if (status >= 200 && status < 300 && result.data !== undefined) return result.data;
   const body = (result.error ?? {}) as { error?: string; code?: string };
+  // The §3 gate refusing the gateway itself (no client certificate, or one the binding's CA did
+  // not sign) is a broken channel, not a refused operation: fail closed as unreachable, so a call
+  // answers 503 and a settlement stays pending until the operator fixes the credentials.
+  if (status === 403 && body.code === 'not_permitted') {
+    throw new ClearingUnreachable(`the clearing binding does not accept this gateway as a caller (403 not_permitted) for ${what}: ${body.error ?? 'no reason given'}; check HOLON_CLEARING_CLIENT_CERT, HOLON_CLEARING_CLIENT_KEY and the binding's CA`);
+  }
   if (status >= 400 && status < 500) {
     throw new ClearingRefused(status, body.code ?? 'unknown', `the clearing binding refused ${what}: ${body.error ?? `HTTP ${status}`}`);
   }
@@ -82,9 +91,43 @@ export function clearingTimeoutsFromEnv(env: NodeJS.ProcessEnv = process.env): C
   return { connect_s: envNumber(env, CLEARING_TIMEOUT_VARIABLES.connect_s), request_s: envNumber(env, CLEARING_TIMEOUT_VARIABLES.request_s) };
 }
 
-/** A fetch bounded by `timeouts`: the connection by undici's connect timeout, the whole request by an abort signal. */
-function boundedFetch(timeouts: ClearingTimeouts): typeof fetch {
-  const dispatcher = new Agent({ connect: { timeout: timeouts.connect_s * 1000 } });
+/** The gateway's side of mutual TLS: `HOLON_CLEARING_CLIENT_CERT`, `HOLON_CLEARING_CLIENT_KEY` (what it presents) and `HOLON_CLEARING_CA` (what signed the binding's certificate). */
+export const CLEARING_CLIENT_TLS_VARIABLES = { cert: 'HOLON_CLEARING_CLIENT_CERT', key: 'HOLON_CLEARING_CLIENT_KEY', ca: 'HOLON_CLEARING_CA' } as const satisfies TlsVariables;
+
+/** The gateway's client certificate, key and trusted CA (PEM) from {@link CLEARING_CLIENT_TLS_VARIABLES}, all three or none (null). Throws naming a missing one or an unreadable file. */
+export function clearingClientTlsFromEnv(env: NodeJS.ProcessEnv = process.env): MutualTls | null {
+  return mutualTlsFromEnv(env, CLEARING_CLIENT_TLS_VARIABLES);
+}
+
+/** Whether a binding URL's host is a loopback address (`127.0.0.0/8`, `[::1]`) or `localhost`: the co-location clearing-contract §3 assumes. */
+export function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+  return host === 'localhost' || isLoopback(host);
+}
+
+/**
+ * Refuses, before anything starts, a channel to the binding at `url` that cannot be what the
+ * operator meant (issue 23 §4): an `https://` URL without the gateway's mutual TLS (no CA to trust
+ * the binding's certificate, no certificate to present), a client certificate with an `http://`
+ * URL (it would never be sent), and in production a binding off loopback without mutual TLS. A
+ * plain `http://` binding off loopback outside production is allowed as before: only a private
+ * network makes it safe (docs/operators.md). Throws an Error whose sentence names the settings.
+ */
+export function checkClearingChannel(url: string, tls: MutualTls | null, production: boolean): void {
+  const names = Object.values(CLEARING_CLIENT_TLS_VARIABLES).join(', ');
+  const https = new URL(url).protocol === 'https:';
+  if (https && !tls) throw new Error(`the clearing binding ${url} is reached over TLS: set ${names} (the gateway's client certificate and key, and the CA that signed the binding's certificate)`);
+  if (!https && tls) throw new Error(`${names} are set but the clearing binding ${url} is plain http: a client certificate is only presented over TLS; give its https:// URL`);
+  if (production && !tls && !isLoopbackUrl(url)) throw new Error(`refusing to start: the clearing binding ${url} is not on loopback, and in production a remote binding is reached only over mutual TLS: give its https:// URL and set ${names}`);
+}
+
+/**
+ * A fetch bounded by `timeouts`: the connection by undici's connect timeout, the whole request by
+ * an abort signal. With `tls`, every connection presents its certificate and trusts only its CA;
+ * connections are kept alive and reused, as without.
+ */
+function boundedFetch(timeouts: ClearingTimeouts, tls: MutualTls | null): typeof fetch {
+  const dispatcher = new Agent({ connect: { timeout: timeouts.connect_s * 1000, ...(tls ? { cert: tls.cert, key: tls.key, ca: tls.ca } : {}) } });
   return (async (request: Request) => {
     const body = request.body === null ? undefined : await request.arrayBuffer();
     try {
@@ -96,9 +139,11 @@ function boundedFetch(timeouts: ClearingTimeouts): typeof fetch {
       const empty = answer.status === 204 || answer.status === 304;
       return new Response(empty ? null : text, { status: answer.status, headers: [...answer.headers] });
     } catch (error) {
-      const { name, cause } = error as { name?: string; cause?: { code?: string } };
+      const { name, cause } = error as { name?: string; cause?: { code?: string; message?: string } };
       if (name === 'TimeoutError') throw new Error(`no answer within ${timeouts.request_s} s (the clearing request timeout, HOLON_CLEARING_TIMEOUT_S)`);
       if (cause?.code === 'UND_ERR_CONNECT_TIMEOUT') throw new Error(`no connection within ${timeouts.connect_s} s (the clearing connect timeout, HOLON_CLEARING_CONNECT_TIMEOUT_S)`);
+      // fetch says only "fetch failed": its cause says why (refused, a certificate not trusted, …).
+      if (cause?.message) throw new Error(`${(error as Error).message} (${cause.message})`);
       throw error;
     }
   }) as typeof fetch;
@@ -133,12 +178,16 @@ export interface ClearingPort {
 export class HttpClearingPort implements ClearingPort {
   readonly client: Client;
 
-  /** `url`: the binding's base URL, e.g. `http://127.0.0.1:4100`; every request is bounded by `timeouts`. */
+  /**
+   * `url`: the binding's base URL, e.g. `http://127.0.0.1:4100`, or `https://…` with `tls` (the
+   * gateway's side of mutual TLS, issue 23 §4); every request is bounded by `timeouts`.
+   */
   constructor(
     readonly url: string,
     timeouts: ClearingTimeouts = DEFAULT_CLEARING_TIMEOUTS,
+    tls: MutualTls | null = null,
   ) {
-    this.client = createClient({ baseUrl: url, fetch: boundedFetch(timeouts) });
+    this.client = createClient({ baseUrl: url, fetch: boundedFetch(timeouts, tls) });
   }
 
   readBalance(account: string) {

@@ -16,11 +16,12 @@ import type { Logger } from 'pino';
 import { startAgentsHost } from '../agents-host/host.ts';
 import { agentsPortFromEnv, defaultAgentsPort } from '../agents-host/port.ts';
 import { startClearingServer, type RunningClearing } from '../clearing/server.ts';
+import type { MutualTls } from '../clearing/tls.ts';
 import { PLATFORM_FEES } from '../clearing/settlements.ts';
 import { openDatabase, targetFromEnv, type Database, type DatabaseTarget } from '../db/index.ts';
 import { agentAccess, type PublishedAccess } from '../gateway/agent-access.ts';
 import { createGatewayApp } from '../gateway/app.ts';
-import { ClearingRefused, clearingTimeoutsFromEnv, HttpClearingPort, type ClearingPort, type ClearingTimeouts } from '../gateway/clearing.ts';
+import { checkClearingChannel, clearingClientTlsFromEnv, ClearingRefused, clearingTimeoutsFromEnv, HttpClearingPort, isLoopbackUrl, type ClearingPort, type ClearingTimeouts } from '../gateway/clearing.ts';
 import { InProcessClearingPort } from '../gateway/clearing-in-process.ts';
 import { observedClearing } from '../gateway/clearing-observed.ts';
 import type { GatewayAppExtension, GatewayParts } from '../gateway/extension.ts';
@@ -133,6 +134,14 @@ export interface GatewayServerOptions {
   clearing_url?: string;
   /** Bounds on every clearing request (default: `HOLON_CLEARING_CONNECT_TIMEOUT_S`, `HOLON_CLEARING_TIMEOUT_S`, else 5 s and 15 s). */
   clearing_timeouts?: ClearingTimeouts;
+  /**
+   * The gateway's side of mutual TLS to the binding at `clearing_url` (issue 23 §4): its client
+   * certificate and key and the CA of the binding's certificate, PEM; null: none. Default:
+   * `HOLON_CLEARING_CLIENT_CERT`, `_KEY` and `HOLON_CLEARING_CA`. Unused without `clearing_url`.
+   */
+  clearing_tls?: MutualTls | null;
+  /** Production (the hosted gateway under `NODE_ENV=production`): a binding off loopback must then be reached over mutual TLS. Default false. */
+  production?: boolean;
   /** How the outbox posts settlements (default: `DEFAULT_OUTBOX`, `max_pending` from `HOLON_OUTBOX_MAX_PENDING`). */
   outbox?: Partial<OutboxSettings>;
   /** Directories of shipped agents (default `examples` and `agents`). */
@@ -246,7 +255,13 @@ export async function startGateway(options: GatewayServerOptions, plugins: reado
 }
 
 async function start(options: GatewayServerOptions, plugins: readonly GatewayPlugin[], closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
+  // The channel to another binding is checked before anything starts (issue 23 §4).
+  const clearing_tls = options.clearing_url ? (options.clearing_tls === undefined ? clearingClientTlsFromEnv() : options.clearing_tls) : null;
+  if (options.clearing_url) checkClearingChannel(options.clearing_url, clearing_tls, options.production ?? false);
   const logger = options.logger ?? requestLogger({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
+  if (options.clearing_url && !clearing_tls && !isLoopbackUrl(options.clearing_url)) {
+    logger.warn(`the clearing binding ${options.clearing_url} is off loopback and reached over plain http: money moves in clear and anyone on that network can call it; serve it behind mutual TLS (holon clearing serve with HOLON_CLEARING_TLS_*) and set HOLON_CLEARING_CLIENT_CERT, HOLON_CLEARING_CLIENT_KEY and HOLON_CLEARING_CA`);
+  }
   startTracing();
   collectProcessMetrics();
   // Spans still buffered go out when the gateway closes (the provider lives as long as the process).
@@ -272,7 +287,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   }
   // The binding in this process is called in-process (its ledger, its write path); HTTP only reaches another binding.
   const timeouts = options.clearing_timeouts ?? clearingTimeoutsFromEnv();
-  const clearing: ClearingPort = observedClearing(binding ? new InProcessClearingPort(binding.ledger, timeouts) : new HttpClearingPort(options.clearing_url!, timeouts));
+  const clearing: ClearingPort = observedClearing(binding ? new InProcessClearingPort(binding.ledger, timeouts) : new HttpClearingPort(options.clearing_url!, timeouts, clearing_tls));
   const target = targetOf(path.join(options.db, 'gateway'));
   const database = await openDatabase(target);
   closers.push(database.close);

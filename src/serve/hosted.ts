@@ -29,6 +29,8 @@ export interface HostedGatewayOptions {
   /**
    * A clearing binding's URL (`--clearing-url`): the gateway settles there over the clearing
    * contract's HTTP, as the dev gateway does; absent, the reference binding runs in this process.
+   * In production one off loopback must be `https://` with the gateway's mutual TLS
+   * (`HOLON_CLEARING_CLIENT_CERT`, `_KEY`, `HOLON_CLEARING_CA`), or the gateway does not start.
    */
   clearing_url?: string;
   /** Settings (default: read from the environment, see `settings.ts`). */
@@ -109,7 +111,8 @@ export function hostedPlugin(
 
 /**
  * Starts the hosted gateway; resolves once it listens. Throws (before anything starts) when a
- * setting required in production is missing or malformed, naming each one.
+ * setting required in production is missing or malformed, naming each one, or when in production
+ * `clearing_url` names a binding off loopback without mutual TLS.
  */
 export async function startHostedGateway(options: HostedGatewayOptions): Promise<RunningGateway> {
   const settings = options.settings ?? readSettings();
@@ -123,6 +126,8 @@ export async function startHostedGateway(options: HostedGatewayOptions): Promise
       db: options.db,
       database_url: options.database_url,
       clearing_url: options.clearing_url,
+      // In production a binding off loopback is reached only over mutual TLS (issue 23 §4).
+      production: settings.production,
       agent_dirs: options.agent_dirs ?? registryDirs(),
       exclude: options.exclude ?? excludedAgents(),
       agents_host_port: options.agents_host_port,

@@ -26,6 +26,7 @@ import pino, { type Logger } from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { startClearingServer, type RunningClearing } from '../../src/clearing/server.ts';
+import type { MutualTls } from '../../src/clearing/tls.ts';
 import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
 import { openDatabase } from '../../src/db/index.ts';
 import { HttpClearingPort, type ClearingPort, type ClearingTimeouts } from '../../src/gateway/clearing.ts';
@@ -110,6 +111,8 @@ export interface TestGatewayOptions {
   clearing_url?: string;
   /** Bounds on clearing requests (default: `startDevGateway`'s). */
   clearing_timeouts?: ClearingTimeouts;
+  /** The gateway's side of mutual TLS to `clearing_url` (issue 23 §4); the helper's own funding client uses it too. Default: none. */
+  clearing_tls?: MutualTls;
   /** How the outbox posts (default: `startDevGateway`'s). */
   outbox?: Partial<OutboxSettings>;
   /** Answer calls with `Server-Timing` (default: off, whatever the environment says). */
@@ -217,6 +220,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       exclude: [],
       ...(options.clearing_url ? { clearing_url: options.clearing_url } : {}),
       ...(options.clearing_timeouts ? { clearing_timeouts: options.clearing_timeouts } : {}),
+      clearing_tls: options.clearing_tls ?? null,
       ...(options.outbox ? { outbox: options.outbox } : {}),
       server_timing: options.server_timing ?? false,
       logger: options.logger ?? pino({ level: process.env.HOLON_LOG_LEVEL ?? 'silent' }),
@@ -225,7 +229,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     if (!options.store) await rm(dir, { recursive: true, force: true });
     throw error;
   }
-  const clearing = new HttpClearingPort(running.clearing_url);
+  const clearing = new HttpClearingPort(running.clearing_url, undefined, options.clearing_tls ?? null);
   const http = supertest(running.server);
   const payers: string[] = [];
 

@@ -6,12 +6,15 @@
  * Which request meets which fault is a hash of the seed, the request with its history's id prefix
  * taken out, and the attempt: a request keeps its fault when shrinking drops the others around
  * it, and a retry is a new attempt. An answer the proxy touched carries
- * `x-holon-conformance-fault`, so the kit knows a replay answer is legitimate for it.
+ * `x-holon-conformance-fault`, so the kit knows a replay answer is legitimate for it. To a
+ * binding behind mutual TLS it connects with the config's credentials (issue 23 §4); the kit
+ * talks to the proxy itself over plain http on loopback.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
+import { readClientTls, type TlsFiles } from '../config.ts';
 
 /** The faults `--faults` names. */
 export const FAULT_KINDS = ['lost-answers', 'duplicates', 'delays', 'resets'] as const;
@@ -66,9 +69,10 @@ export interface FaultPlan {
   readonly prefix: RegExp;
 }
 
-/** Starts a proxy to `target` on a free loopback port, injecting `faults` as `plan` draws them. */
-export async function startFaultProxy(target: string, faults: readonly FaultKind[], plan: FaultPlan): Promise<FaultProxy> {
+/** Starts a proxy to `target` (reached with the TLS files `tls`, or none) on a free loopback port, injecting `faults` as `plan` draws them. */
+export async function startFaultProxy(target: string, faults: readonly FaultKind[], plan: FaultPlan, tls: TlsFiles | null = null): Promise<FaultProxy> {
   const base = new URL(target);
+  const credentials = tls === null ? {} : readClientTls(tls);
   const attempts = new Map<string, number>();
   const injected: Record<FaultKind, number> = { 'lost-answers': 0, duplicates: 0, delays: 0, resets: 0 };
   const forward = (req: IncomingMessage, body: Buffer): Promise<Forwarded> => new Promise((resolve, reject) => {
@@ -76,7 +80,7 @@ export async function startFaultProxy(target: string, faults: readonly FaultKind
     const headers = { ...req.headers, host: url.host };
     delete headers.connection;
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const out = send(url, { method: req.method, headers }, (res) => {
+    const out = send(url, { method: req.method, headers, ...credentials }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

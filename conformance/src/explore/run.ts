@@ -14,7 +14,7 @@ import { CONTRACT_VERSION } from '../contract.ts';
 import type { Declared } from '../declared.ts';
 import { ExchangeLog, type Exchange } from '../http.ts';
 import { countOutcomes, readBinding, requireFixtureAccounts, type ConformanceReport } from '../runner.ts';
-import { Wire } from '../wire.ts';
+import { Wire, wireTarget } from '../wire.ts';
 import { HistoryFailed, HistoryInconclusive, runHistory } from './history.ts';
 import type { PropertyId } from './model.ts';
 import { historyArbitrary, type History } from './ops.ts';
@@ -85,7 +85,7 @@ export async function runExplore(input: unknown, options: ExploreOptions): Promi
   const started = performance.now();
   const started_at = new Date().toISOString();
   const declared = await readBinding(config, new ExchangeLog());
-  await requireFixtureAccounts(config, new Wire({ url: config.url, headers: config.headers, timeout_ms: config.timeout_ms }, new ExchangeLog()));
+  await requireFixtureAccounts(config, new Wire(wireTarget(config), new ExchangeLog()));
   const base = `hx-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`;
   const faultFlags = options.faults.length === 0 ? '' : ` --faults ${options.faults.join(',')}${options.fault_percent === undefined ? '' : ` --fault-rate ${options.fault_percent}`}`;
   const replay = `holon-conformance explore --seed ${seed} --concurrency ${options.concurrency}${faultFlags}`;
@@ -103,7 +103,7 @@ export async function runExplore(input: unknown, options: ExploreOptions): Promi
     results = PROPERTIES.map((p) => result(p, 'skip', unsupported, null, 0));
   } else {
     proxy = options.faults.length > 0
-      ? await startFaultProxy(config.url, options.faults, { seed, percent: options.fault_percent ?? DEFAULT_FAULT_PERCENT, prefix: new RegExp(`${base}-\\d+-`, 'g') })
+      ? await startFaultProxy(config.url, options.faults, { seed, percent: options.fault_percent ?? DEFAULT_FAULT_PERCENT, prefix: new RegExp(`${base}-\\d+-`, 'g') }, config.tls)
       : null;
     try {
       const maxRequests = options.max_requests ?? DEFAULT_MAX_REQUESTS;
@@ -169,7 +169,7 @@ export async function runExplore(input: unknown, options: ExploreOptions): Promi
 
 function target(config: ConformanceConfig, declared: Declared, proxy: FaultProxy | null, prefix: string) {
   const log = new ExchangeLog();
-  const wire = (url: string): Wire => new Wire({ url, headers: config.headers, timeout_ms: config.timeout_ms }, log);
+  const wire = (url: string): Wire => new Wire(wireTarget(config, url), log);
   return { config, declared, wire: wire(proxy?.url ?? config.url), direct: wire(config.url), prefix };
 }
 
