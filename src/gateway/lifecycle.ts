@@ -35,6 +35,7 @@ import { ReceiptIds } from './receipt-ids.ts';
 import { PhaseClock } from './server-timing.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
 import { inTransaction } from '../db/transaction.ts';
+import { DatabaseUnavailable } from '../db/unavailable.ts';
 import { noteReceipt } from '../observe/log-context.ts';
 import { countCall } from '../observe/metrics.ts';
 import { annotate, inSpan } from '../observe/trace.ts';
@@ -131,6 +132,9 @@ export const LOST_ANSWER_WAIT_MS = 15_000;
 
 /** How often it asks meanwhile, in milliseconds. */
 const LOST_ANSWER_RETRY_MS = 250;
+
+/** SQLSTATE foreign_key_violation. */
+const FOREIGN_KEY_VIOLATION = '23503';
 
 /** The state of a call while its steps run. */
 interface Call {
@@ -655,6 +659,12 @@ export class Gateway {
         const body = { holdId: hold.holdId, reason: 'call ended without a charge', ...(hold.unknown_until ? { unknown_until: hold.unknown_until.toISOString() } : {}) };
         await this.deps.outbox.write(trx, [{ operation: 'release-hold', receipt: call.id, body }]);
       }
+    }).catch((error: unknown) => {
+      // The intent's receipt is gone: a failover to a standby that never got the reservation
+      // (asynchronous replication) lost this call. Unavailable, not a bug; its hold, if the binding
+      // opened one, ends at its expiry.
+      if ((error as { code?: string }).code === FOREIGN_KEY_VIOLATION) throw new DatabaseUnavailable(`the database no longer holds call ${call.id}: a failover lost its reservation`);
+      throw error;
     });
     if (hold) this.deps.outbox.postReceipt(call.id);
   }
