@@ -5,8 +5,15 @@
  * migration 020's construction (the entry built as jsonb, then `clearing_canonical`), and
  * `holon audit` (the `canonicalize` library and SHA-256 in JavaScript) recomputes every one.
  * Strings carry quotes, backslashes, control characters, U+2028, non-ASCII and astral characters;
- * optional fields are null or not; amounts span the whole bigint range; terms are arbitrary JSON
- * objects (nested objects and arrays, numbers, strings, booleans, nulls).
+ * optional fields are null or not; amounts span the whole bigint range; terms are JSON objects
+ * (nested objects and arrays, numbers, strings, booleans, nulls).
+ *
+ * Where `clearing_canonical` and the `canonicalize` library part (since migration 020, and by
+ * design: clearing_canonical.sql), the audit is not asked: object keys with characters above
+ * U+FFFF (code-point order against RFC 8785's UTF-16 order) and integers beyond 2^53 that lie
+ * halfway between two digits strings (PostgreSQL's float8 text and ECMAScript's pick different
+ * ones). The binding's terms have fixed ASCII keys and amounts within ±3 × 10^15. For those values
+ * the last test checks only that migration 025 writes what migration 020 wrote.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -37,12 +44,27 @@ const unit = fc.oneof(
 );
 const text = fc.string({ unit, maxLength: 12 });
 const optional = fc.option(text, { nil: null });
+/** Object keys the audit agrees on: no character above U+FFFF. */
+const key = fc.string({ unit: unit.filter((c) => c.codePointAt(0)! <= 0xffff), maxLength: 12 });
+/** JSON values the audit agrees on: keys as above, numbers within ±10^15 (integers to 2^53 − 1). */
+const { json } = fc.letrec((tie) => ({
+  json: fc.oneof(
+    { depthSize: 'small', maxDepth: 3 },
+    fc.constant(null),
+    fc.boolean(),
+    text,
+    fc.maxSafeInteger(),
+    fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e15, max: 1e15 }),
+    fc.array(tie('json'), { maxLength: 4 }),
+    fc.dictionary(key, tie('json'), { maxKeys: 4 }),
+  ),
+}));
 
-/** One generated entry: its own fields, terms and postings (the last one balances the others). */
-const entry = fc.record({
+/** One generated entry: its own fields, terms (`terms`) and postings (the last one balances the others). */
+const entryWith = (terms: fc.Arbitrary<Record<string, unknown>>) => fc.record({
   door: fc.constantFrom('credit', 'settle', 'adjust', 'draw', 'reverse'),
   amount: fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
-  terms: fc.dictionary(text, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 }),
+  terms,
   hold_id: optional,
   reason: optional,
   actor: optional,
@@ -51,6 +73,11 @@ const entry = fc.record({
   simulated: fc.boolean(),
   postings: fc.array(fc.record({ delta: fc.bigInt({ min: -(10n ** 12n), max: 10n ** 12n }), kind: text }), { minLength: 1, maxLength: 3 }),
 });
+
+/** Entries whose hashes the audit recomputes. */
+const entry = entryWith(fc.dictionary(key, json, { maxKeys: 5 }));
+/** Entries with any JSON in their terms, astral keys and integers beyond 2^53 included. */
+const anyEntry = entryWith(fc.dictionary(text, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 }));
 
 /** An entry as generated. */
 type Entry = typeof entry extends fc.Arbitrary<infer T> ? T : never;
@@ -84,18 +111,23 @@ async function commit(knex: Knex, entries: Entry[], names: string[]): Promise<vo
   });
 }
 
-test('every link of generated entries hashes as migration 020 built it, and as holon audit recomputes it', async () => {
-  const { knex } = journal.db;
+/** Commits transactions of generated entries (`runs` of them), checking each one's links against migration 020's construction. */
+async function chainsAs020(knex: Knex, entries: fc.Arbitrary<Entry>, runs: number): Promise<void> {
   await fc.assert(
-    fc.asyncProperty(fc.array(entry, { minLength: 1, maxLength: 4 }), fc.array(text.filter((s) => s !== ''), { minLength: 1, maxLength: 3 }), async (entries, names) => {
+    fc.asyncProperty(fc.array(entries, { minLength: 1, maxLength: 4 }), fc.array(text.filter((s) => s !== ''), { minLength: 1, maxLength: 3 }), async (batch, names) => {
       const [{ size }] = (await knex.raw('SELECT count(*)::int AS size FROM clearing_journal_chain')).rows;
-      await commit(knex, entries, names);
+      await commit(knex, batch, names);
       const links: Array<{ position: string; txn_id: string; hash: string; hash_020: string }> = (await knex.raw(HASH_020, [size])).rows;
-      assert.equal(links.length, entries.length + entries.filter((e) => e.door === 'reverse').length, 'every entry of the transaction is chained');
+      assert.equal(links.length, batch.length + batch.filter((e) => e.door === 'reverse').length, 'every entry of the transaction is chained');
       for (const link of links) assert.equal(link.hash, link.hash_020, `position ${link.position} (${link.txn_id})`);
     }),
-    { numRuns: 40 },
+    { numRuns: runs },
   );
+}
+
+test('every link of generated entries hashes as migration 020 built it, and as holon audit recomputes it', async () => {
+  const { knex } = journal.db;
+  await chainsAs020(knex, entry, 40);
   const report = await audit({ clearing: knex, gateway: null });
   assert.equal(report.failure, null, JSON.stringify(report.failure));
   assert.ok(report.chain.size >= 40, `${report.chain.size} entries chained`);
@@ -121,4 +153,8 @@ test('a hand-written entry with every kind of value: its link is the documented 
     `"txn_id":"t\\\\1"},"prev":${prev === null ? 'null' : `"${prev}"`}}`;
   const [{ hash }] = (await knex.raw('SELECT hash FROM clearing_journal_chain WHERE txn_id = ?', [txnId])).rows;
   assert.equal(hash, createHash('sha256').update(expected, 'utf8').digest('hex'));
+});
+
+test('terms the audit does not agree on (astral keys, integers beyond 2^53): still migration 020\'s bytes', async () => {
+  await chainsAs020(journal.db.knex, anyEntry, 15);
 });
