@@ -22,6 +22,7 @@ import * as mcpSessions from './018_mcp_sessions.ts';
 import * as sharedProcessState from './019_shared_process_state.ts';
 import * as journalChain from './020_journal_chain.ts';
 import * as signingKeys from './021_signing_keys.ts';
+import * as journalChainCost from './025_journal_chain_cost.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '019_shared_process_state': sharedProcessState,
   '020_journal_chain': journalChain,
   '021_signing_keys': signingKeys,
+  '025_journal_chain_cost': journalChainCost,
 };
 
 /** knex's `migrationSource` over the table above. */

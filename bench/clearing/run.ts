@@ -10,10 +10,11 @@
  *   trips), extracted with `git archive` into a temporary directory that borrows this checkout's
  *   `node_modules`, on its own database `holon_bench_old` of the same server;
  * - `direct`: the same SQL on a `pg.Pool`, no HTTP;
- * - `http-unchained`: the binding of `http` on its own database `holon_bench_unchained` of the same
- *   server, with the journal's hash chain turned off there (its trigger
- *   `clearing_transactions_chained` disabled, which only the bench does): the cost of the chain
- *   (issue 23 §3) is `http` against `http-unchained` in one run.
+ * - `http-unchained`: the binding of `http` on its own database `<database>_unchained` of the same
+ *   server (named after the run's, so runs on their own databases never share one), with the
+ *   journal's hash chain turned off there (its trigger `clearing_transactions_chained` disabled,
+ *   which only the bench does): the cost of the chain (issue 23 §3) is `http` against
+ *   `http-unchained` in one run.
  *
  *   DATABASE_URL=postgres://... node --import tsx bench/clearing/run.ts
  *
@@ -59,8 +60,8 @@ const FUNDING_MICROS = 1_000_000_000_000;
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The database of the `old` path on the same server: its migrations predate this checkout's. */
 const OLD_DATABASE = 'holon_bench_old';
-/** The database of the `http-unchained` path, whose journal is not chained. */
-const UNCHAINED_DATABASE = 'holon_bench_unchained';
+/** The database of the `http-unchained` path, whose journal is not chained: the run's database name (at most 40 characters of it) and this suffix. */
+const UNCHAINED_SUFFIX = '_unchained';
 
 /** The ways the same work is issued (see the module comment). */
 type Path = 'http' | 'http-unchained' | 'http-single' | 'old' | 'direct';
@@ -180,6 +181,11 @@ async function oldExecutable(commit: string): Promise<string> {
   return bin;
 }
 
+/** The database a Postgres URL names (`postgres` when it names none). */
+function databaseOf(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.slice(1)) || 'postgres';
+}
+
 /** `url` with its database replaced by `database`, which is created on the server when missing. */
 async function siblingDatabase(monitor: pg.Client, url: string, database: string): Promise<string> {
   const exists = await monitor.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
@@ -269,7 +275,7 @@ async function main(): Promise<void> {
       http: () => startBinding({ dir: unusedDir, env: { ...process.env, HOLON_CLEARING_GROUP_COMMIT: 'on' }, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] }),
       'http-single': () => startBinding({ dir: unusedDir, env: { ...process.env, HOLON_CLEARING_GROUP_COMMIT: 'off' } }),
       'http-unchained': async () => {
-        const unchainedUrl = await siblingDatabase(monitor, url, UNCHAINED_DATABASE);
+        const unchainedUrl = await siblingDatabase(monitor, url, `${databaseOf(url).slice(0, 40)}${UNCHAINED_SUFFIX}`);
         databases.push(unchainedUrl);
         const child = await startBinding({ dir: unusedDir, env: { ...process.env, DATABASE_URL: unchainedUrl, HOLON_CLEARING_GROUP_COMMIT: 'on' } });
         await unchain(unchainedUrl);

@@ -10,6 +10,12 @@
 -- text with the default extra_float_digits = 1), written the way ECMAScript writes it: digits
 -- only from 1e-6 to 1e21, else an exponent without leading zeros.
 --
+-- Where it parts from RFC 8785 (and so from `holon audit`): a key with characters above U+FFFF
+-- against one with characters from U+E000 to U+FFFF (code-point order, not UTF-16's), and an
+-- integer beyond 2^53 halfway between two shortest digit strings (PostgreSQL's float8 text picks
+-- the other one: 27565046792640850 is written 27565046792640848). The binding's terms never hold
+-- either (fixed ASCII keys, amounts within ±3 × 10^15); tests/clearing/chain.test.ts shows both.
+--
 -- Created by migration 020; unchanged since.
 CREATE OR REPLACE FUNCTION clearing_canonical(j jsonb) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
    DECLARE n numeric; f float8; s text;
