@@ -237,7 +237,7 @@ describe('under dev/sandbox', () => {
       [...made].reverse(),
     );
     assert.deepEqual(made.map(([, agent]) => agent), ['holon-labs/csv-profile@0.1.0', 'holon-labs/csv-profile@0.1.0', 'acme/table-extract@1.0.0']);
-    assert.deepEqual(newest.content.receipts[2], profileReceipt);
+    assert.deepEqual(unsigned(newest.content.receipts[2]), unsigned(profileReceipt));
 
     // A receipt of another mandate on the same gateway (a REST call under dev/careful).
     const other = await fetch(`${sandbox.url}/v0/calls`, {
