@@ -216,7 +216,7 @@ program
 
 /** Runs a `holon verify` check: its line on stdout, or the refusal on stderr and exit 1. */
 async function verifying(check: () => Promise<string>): Promise<void> {
-  const { VerifyRefused } = await import('./cli/verify.ts');
+  const { VerifyRefused } = await import('./signing/sources.ts');
   const { VerificationError } = await import('../clients/src/verify.ts');
   try {
     process.stdout.write(`${await check()}\n`);
@@ -269,8 +269,8 @@ program
   .description('check the books (issue 23 §3): the journal\'s hash chain, zero-sum entries, balances, one settlement per billed receipt, and that a checkpoint is a prefix; prints the first entry that fails and exits 1')
   .option('--in <file>', 'a backup file (holon backup) instead of the live database')
   .option(...dbOption)
-  .option('--checkpoint <file>', 'a checkpoint kept earlier (the JSON of GET /internal/ledger/checkpoint): the journal must extend it')
-  .option('--jwks <file>', 'the JWKS that verifies the checkpoint\'s signature (required with --checkpoint)')
+  .option('--checkpoint <file>', 'a checkpoint kept earlier (the JSON of GET /v0/journal/checkpoint or GET /internal/ledger/checkpoint): the journal must extend it')
+  .option('--jwks <url|file>', 'the keys that verify the checkpoint\'s signature (required with --checkpoint): the gateway\'s /.well-known/jwks.json URL, or a saved copy')
   .action(async (opts: { in?: string; db: string; checkpoint?: string; jwks?: string }) => {
     const { runAudit } = await import('./backup/audit-command.ts');
     const { line, ok } = await runAudit(opts);
@@ -290,7 +290,8 @@ clearing
     const port = portOf(opts.port);
     const running = await starting('the clearing binding', port, async () => {
       const [{ targetFromEnv }, { startClearingServer }, { mutualTlsFromEnv }] = await Promise.all([import('./db/index.ts'), import('./clearing/server.ts'), import('./clearing/tls.ts')]);
-      return startClearingServer({ target: targetFromEnv(opts.db), port, host: opts.host, tls: mutualTlsFromEnv(), logger: await serverLogger() });
+      // Its checkpoints are signed by its own keys, stored in its database sealed under HOLON_FILE_SECRET (issue 23 §3).
+      return startClearingServer({ target: targetFromEnv(opts.db), port, host: opts.host, tls: mutualTlsFromEnv(), file_secret: process.env.HOLON_FILE_SECRET || null, logger: await serverLogger() });
     });
     process.stdout.write(`holon clearing binding listening on ${running.url}\n`);
     closeOnSignal(running.close);

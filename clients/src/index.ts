@@ -25,7 +25,7 @@ export * from '../../generated/gateway/client/index.js';
 export { client } from '../../generated/gateway/client/client.gen.js';
 export { createClient, createConfig, type Client } from '../../generated/gateway/client/client/index.js';
 export { HolonError, HolonUnreachable, type ClientOptions, type HolonErrorBody } from './errors.js';
-export { verifyMandate, verifyReceipt, VerificationError, MANDATE_TYP, RECEIPT_TYP, type HolonJwk, type MandateClaims, type ReceiptClaims, type SignedReceiptTree, type VerificationCode, type VerifyOptions } from './verify.js';
+export { verifyCheckpoint, verifyMandate, verifyReceipt, VerificationError, CHECKPOINT_TYP, MANDATE_TYP, RECEIPT_TYP, type CheckpointClaims, type HolonJwk, type MandateClaims, type ReceiptClaims, type SignedReceiptTree, type VerificationCode, type VerifyOptions } from './verify.js';
 
 /** What `call` resolves with: the output (200) or, when the mandate sends it to a human, the pending approval (202). Narrow with `'approval' in answer`. */
 export type CallAnswer = CallSucceeded | CallPending;

@@ -1,7 +1,9 @@
 /**
- * Checking what a Holon gateway signed (issue 23 §1, §2), with nothing but its JWKS
- * (`/.well-known/jwks.json`): a mandate (`GET /v0/mandates/{issuer}/{name}` answers its `jws`)
- * and a receipt tree (`GET /v0/receipts/{id}`: every receipt carries its `jws`).
+ * Checking what a Holon gateway signed (issue 23 §1, §2, §3), with nothing but its JWKS
+ * (`/.well-known/jwks.json`): a mandate (`GET /v0/mandates/{issuer}/{name}` answers its `jws`),
+ * a receipt tree (every receipt the gateway answers carries its `jws`: `GET /v0/receipts/{id}`,
+ * `GET /v0/receipts`, `POST /v0/calls`) and a checkpoint of the journal's hash chain
+ * (`GET /v0/journal/checkpoint`, the binding's `GET /internal/ledger/checkpoint`).
  *
  * Each document is a compact JWS (EdDSA, Ed25519) whose payload is the RFC 8785 canonical JSON of
  * its claims: `iss` (the gateway's public URL), `iat` (when it was signed, seconds), `sub` (the
@@ -18,6 +20,10 @@ import { createLocalJWKSet, decodeProtectedHeader, errors, jwtVerify, type JSONW
 export const MANDATE_TYP = 'holon-mandate+jwt';
 /** The `typ` header of a signed receipt. */
 export const RECEIPT_TYP = 'holon-receipt+jwt';
+/** The `typ` header of a signed checkpoint of the journal. */
+export const CHECKPOINT_TYP = 'holon-checkpoint+jwt';
+/** The `sub` of a signed checkpoint: what it is a point of. */
+export const CHECKPOINT_SUB = 'journal';
 
 /** A public key as a Holon JWKS lists it: an Ed25519 JWK with `kid`, and `exp` (seconds) once the key is retired and due to leave the set. */
 export type HolonJwk = JWK & { kid: string; exp?: number };
@@ -69,6 +75,17 @@ export interface ChildDigest {
 export interface ReceiptClaims extends SignedClaims {
   receipt: Record<string, unknown>;
   children: ChildDigest[];
+}
+
+/**
+ * A signed checkpoint's claims (issue 23 §3): `size` journal entries chained, `head` the SHA-256
+ * (lower-case hex) at that position (null when `size` is 0), `signed_at` when (ISO 8601); `sub`
+ * is {@link CHECKPOINT_SUB}.
+ */
+export interface CheckpointClaims extends SignedClaims {
+  size: number;
+  head: string | null;
+  signed_at: string;
 }
 
 /** A receipt tree as `GET /v0/receipts/{id}` answers it: each receipt with its `jws` and its children in `calls`. */
@@ -145,6 +162,21 @@ export async function verifyMandate(jws: string, jwks: JSONWebKeySet, options: V
   const claims = await verifySigned<MandateClaims>(jws, jwks, MANDATE_TYP, 'the mandate', options);
   if (options.json !== undefined && canonicalJson(options.json) !== canonicalJson(claims.mandate)) {
     throw new VerificationError('json_differs', `mandate ${claims.sub}: the JSON beside the signature differs from the signed mandate: trust only the signed one`);
+  }
+  return claims;
+}
+
+/**
+ * Verifies a signed checkpoint ({@link verifySigned}, type {@link CHECKPOINT_TYP}) and answers its
+ * claims; a payload that is not a well-formed point (a `size` of 0 or more, a 64-hex `head`, or
+ * null with `size` 0, a `signed_at`) is refused `malformed`. Throws {@link VerificationError}.
+ */
+export async function verifyCheckpoint(jws: string, jwks: JSONWebKeySet, options: VerifyOptions = {}): Promise<CheckpointClaims> {
+  const claims = await verifySigned<CheckpointClaims>(jws, jwks, CHECKPOINT_TYP, 'the checkpoint', options);
+  const { size, head, signed_at, sub } = claims;
+  const point = Number.isSafeInteger(size) && size >= 0 && (head === null ? size === 0 : typeof head === 'string' && /^[0-9a-f]{64}$/.test(head));
+  if (sub !== CHECKPOINT_SUB || !point || typeof signed_at !== 'string' || Number.isNaN(Date.parse(signed_at))) {
+    throw new VerificationError('malformed', `the checkpoint's signed claims are not a point of the journal ({sub: "${CHECKPOINT_SUB}", size, head, signed_at}): ${JSON.stringify({ sub, size, head, signed_at }).slice(0, 200)}`);
   }
   return claims;
 }

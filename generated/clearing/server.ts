@@ -4,7 +4,7 @@ import type { components, operations } from './types.ts';
 import type { Answered, Or, UndeclaredFields } from '../answers.ts';
 
 /** Every operation id of the document. */
-export type OperationId = "health" | "capabilities" | "resolve-account" | "read-balance" | "read-summary" | "read-settlement" | "list-reservations" | "read-reservation" | "credit" | "settle" | "reverse" | "adjust" | "open-hold" | "resize-hold" | "draw" | "release-hold" | "create-account" | "link-agent" | "read-checkpoint";
+export type OperationId = "health" | "capabilities" | "resolve-account" | "read-balance" | "read-summary" | "read-settlement" | "list-reservations" | "read-reservation" | "credit" | "settle" | "reverse" | "adjust" | "open-hold" | "resize-hold" | "draw" | "release-hold" | "create-account" | "link-agent" | "read-checkpoint" | "read-jwks";
 
 /** One operation: how to mount it and the JSON Schemas its request is validated against. */
 export interface Operation {
@@ -287,6 +287,15 @@ export const operationTable: readonly Operation[] = [
     "params": null,
     "query": null,
     "body": null
+  },
+  {
+    "operationId": "read-jwks",
+    "method": "get",
+    "path": "/.well-known/jwks.json",
+    "koaPath": "/.well-known/jwks.json",
+    "params": null,
+    "query": null,
+    "body": null
   }
 ];
 
@@ -330,7 +339,7 @@ export const schemaDocument = {
           "jws": {
             "type": "string",
             "maxLength": 4096,
-            "description": "Compact JWS (alg EdDSA, a `kid` of the signer's JWKS) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`."
+            "description": "Compact JWS (alg EdDSA, `typ` `holon-checkpoint+jwt`, a `kid` of `/.well-known/jwks.json`) whose payload is the canonical JSON (RFC 8785) of the claims `{sub: \"journal\", size, head, signed_at, iss, iat}`: `verifyCheckpoint` of `@holon/client` checks it."
           }
         }
       },
@@ -398,6 +407,58 @@ export const schemaDocument = {
           "internal_error": [
             500
           ]
+        }
+      },
+      "Jwks": {
+        "type": "object",
+        "description": "A JSON Web Key Set (RFC 7517) of Ed25519 public keys.",
+        "required": [
+          "keys"
+        ],
+        "properties": {
+          "keys": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "kty",
+                "crv",
+                "x",
+                "kid",
+                "alg",
+                "use"
+              ],
+              "properties": {
+                "kty": {
+                  "type": "string",
+                  "const": "OKP"
+                },
+                "crv": {
+                  "type": "string",
+                  "const": "Ed25519"
+                },
+                "x": {
+                  "type": "string",
+                  "description": "The public key, base64url."
+                },
+                "kid": {
+                  "type": "string"
+                },
+                "alg": {
+                  "type": "string",
+                  "const": "EdDSA"
+                },
+                "use": {
+                  "type": "string",
+                  "const": "sig"
+                },
+                "exp": {
+                  "type": "integer",
+                  "description": "A retired key: when it leaves the set (seconds since the epoch)."
+                }
+              }
+            }
+          }
         }
       },
       "ErrorBody": {

@@ -369,9 +369,29 @@ export interface paths {
         };
         /**
          * A signed checkpoint of the journal's hash chain (reference binding extension)
-         * @description The reference binding's own door, outside the contract (§14; issue 23 §3): how many journal entries are chained (`size`), the hash of the last (`head`) and when this was signed (`signed_at`), with a compact JWS (EdDSA) over the canonical JSON (RFC 8785) of those three fields. An auditor who keeps it checks later, with `holon audit --checkpoint`, that the journal still extends it. Reads only.
+         * @description The reference binding's own door, outside the contract (§14; issue 23 §3): how many journal entries are chained (`size`), the hash of the last (`head`) and when this was signed (`signed_at`), with a compact JWS signed by the key of `/.well-known/jwks.json` (the gateway's key when the binding runs in the gateway's process). An auditor who keeps it checks later, with `holon audit --checkpoint`, that the journal still extends it. Reads only.
          */
         get: operations["read-checkpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that verify this binding's checkpoints (reference binding extension)
+         * @description The reference binding's own door, outside the contract (§14; issue 23 §3), behind the same gate as its other doors: the Ed25519 keys that verify its checkpoints, as a JSON Web Key Set. Run in a gateway's process, these are the gateway's keys (its `/.well-known/jwks.json`); run alone (`holon clearing serve`), the binding's own, stored sealed under `HOLON_FILE_SECRET` in its database (without it, a key of the process, gone at a restart). A retired key carries `exp`, when it leaves the set.
+         */
+        get: operations["read-jwks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -395,7 +415,7 @@ export interface components {
              * @description When the checkpoint was signed.
              */
             signed_at: string;
-            /** @description Compact JWS (alg EdDSA, a `kid` of the signer's JWKS) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`. */
+            /** @description Compact JWS (alg EdDSA, `typ` `holon-checkpoint+jwt`, a `kid` of `/.well-known/jwks.json`) whose payload is the canonical JSON (RFC 8785) of the claims `{sub: "journal", size, head, signed_at, iss, iat}`: `verifyCheckpoint` of `@holon/client` checks it. */
             jws: string;
         };
         /**
@@ -403,6 +423,24 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "not_permitted" | "not_offered" | "no_such_object" | "no_such_route" | "invalid_request" | "insufficient_funds" | "terms_conflict" | "already_reversed" | "not_reversible" | "closed" | "internal_error";
+        /** @description A JSON Web Key Set (RFC 7517) of Ed25519 public keys. */
+        Jwks: {
+            keys: {
+                /** @constant */
+                kty: "OKP";
+                /** @constant */
+                crv: "Ed25519";
+                /** @description The public key, base64url. */
+                x: string;
+                kid: string;
+                /** @constant */
+                alg: "EdDSA";
+                /** @constant */
+                use: "sig";
+                /** @description A retired key: when it leaves the set (seconds since the epoch). */
+                exp?: number;
+            }[];
+        };
         /** @description Every error response (clearing-contract §7). `error` is a specific human sentence (§7.4). */
         ErrorBody: {
             error: string;
@@ -1334,6 +1372,29 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Checkpoint"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "read-jwks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Jwks"];
                 };
             };
             403: components["responses"]["Forbidden"];

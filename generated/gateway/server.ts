@@ -2413,7 +2413,8 @@ export const schemaDocument = {
           {
             "type": "object",
             "required": [
-              "calls"
+              "calls",
+              "jws"
             ],
             "properties": {
               "calls": {
@@ -2423,7 +2424,12 @@ export const schemaDocument = {
                 }
               },
               "jws": {
-                "$ref": "#/components/schemas/SignedDocument"
+                "allOf": [
+                  {
+                    "$ref": "#/components/schemas/SignedDocument"
+                  }
+                ],
+                "description": "The receipt signed by the gateway (issue 23 §2), on every receipt it answers: calls, receipt reads and lists, approvals."
               },
               "sub_mandate_jws": {
                 "allOf": [
@@ -2431,7 +2437,7 @@ export const schemaDocument = {
                     "$ref": "#/components/schemas/SignedDocument"
                   }
                 ],
-                "description": "`GET /v0/receipts/{id}`, a receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`."
+                "description": "A receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`."
               }
             }
           }
@@ -2855,7 +2861,7 @@ export const schemaDocument = {
       "SignedDocument": {
         "type": "string",
         "pattern": "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$",
-        "description": "`GET /v0/mandates/{issuer}/{name}` and `GET /v0/receipts/{id}`: the document signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`."
+        "description": "A mandate (`GET /v0/mandates/{issuer}/{name}`) or a receipt (every receipt the gateway answers) signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`."
       },
       "Jwks": {
         "type": "object",
@@ -3255,7 +3261,7 @@ export const schemaDocument = {
           "signed_at",
           "jws"
         ],
-        "description": "A signed point of the journal's hash chain (issue 23 §3), as the clearing binding signed it.",
+        "description": "A signed point of the journal's hash chain (issue 23 §3), signed by this gateway's key.",
         "properties": {
           "size": {
             "type": "integer",
@@ -3281,7 +3287,7 @@ export const schemaDocument = {
           },
           "jws": {
             "type": "string",
-            "description": "Compact JWS (alg EdDSA) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`."
+            "description": "Compact JWS (alg EdDSA, `typ` `holon-checkpoint+jwt`, a `kid` of `/.well-known/jwks.json`) whose payload is the canonical JSON (RFC 8785) of the claims `{sub: \"journal\", size, head, signed_at, iss, iat}`: `verifyCheckpoint` of `@holon/client` checks it."
           }
         }
       },

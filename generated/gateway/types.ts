@@ -29,7 +29,7 @@ export interface paths {
         };
         /**
          * The gateway's public signing keys (issue 23 §1)
-         * @description The Ed25519 public keys that verify the mandates (`GET /v0/mandates/{issuer}/{name}`, `jws`) and receipts (`GET /v0/receipts/{id}`, `jws` on each receipt) this gateway signs, as a JSON Web Key Set. The active key, then retired keys still listed: a retired key carries `exp` (seconds since the epoch), when it leaves the set. No key needed.
+         * @description The Ed25519 public keys that verify the mandates (`GET /v0/mandates/{issuer}/{name}`, `jws`), receipts (`jws` on every receipt it answers) and journal checkpoints (`GET /v0/journal/checkpoint`) this gateway signs, as a JSON Web Key Set. The active key, then retired keys still listed: a retired key carries `exp` (seconds since the epoch), when it leaves the set. No key needed.
          */
         get: operations["read-jwks"];
         put?: never;
@@ -157,7 +157,7 @@ export interface paths {
         };
         /**
          * Receipt trees (gateway §4, §5)
-         * @description Root receipts (those without a parent), newest first, each as a tree through `children`, one page at a time: `limit` trees (default 50, at most 500), then `next_cursor` to pass as `cursor` for the next page (null on the last). Pages are read from the database, never all in memory; a receipt written while paging appears on the first page of a new listing, never twice in one.
+         * @description Root receipts (those without a parent), newest first, each as a tree through `children`, one page at a time: `limit` trees (default 50, at most 500), then `next_cursor` to pass as `cursor` for the next page (null on the last). Pages are read from the database, never all in memory; a receipt written while paging appears on the first page of a new listing, never twice in one. Every receipt carries its `jws`, as `GET /v0/receipts/{id}` signs it (issue 23 §2), so each tree verifies with `verifyReceipt`.
          */
         get: operations["list-receipts"];
         put?: never;
@@ -541,7 +541,7 @@ export interface paths {
         };
         /**
          * A signed checkpoint of the journal (issue 23 §3)
-         * @description Admin key. The binding's checkpoint of its journal's hash chain (`GET /internal/ledger/checkpoint` of the clearing seam): how many entries are chained (`size`), the hash of the last (`head`), when it was signed, and a compact JWS (EdDSA) over the canonical JSON of those three. Keep it: `holon audit --checkpoint FILE --jwks FILE` later checks that the journal still extends it.
+         * @description Admin key. The binding's checkpoint of its journal's hash chain (`GET /internal/ledger/checkpoint` of the clearing seam): how many entries are chained (`size`), the hash of the last (`head`), when the binding read it (`signed_at`), and a compact JWS signed by this gateway's key (listed at `/.well-known/jwks.json`, like its mandates and receipts). Keep it: `holon audit --checkpoint FILE --jwks URL|FILE` later checks its signature and that the journal still extends it.
          */
         get: operations["read-journal-checkpoint"];
         put?: never;
@@ -1092,8 +1092,9 @@ export interface components {
         /** @description A receipt with its children expanded, in call order. */
         ReceiptTree: components["schemas"]["Receipt"] & {
             calls: components["schemas"]["ReceiptTree"][];
-            jws?: components["schemas"]["SignedDocument"];
-            /** @description `GET /v0/receipts/{id}`, a receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`. */
+            /** @description The receipt signed by the gateway (issue 23 §2), on every receipt it answers: calls, receipt reads and lists, approvals. */
+            jws: components["schemas"]["SignedDocument"];
+            /** @description A receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`. */
             sub_mandate_jws?: components["schemas"]["SignedDocument"];
         };
         /** @description A successful call. */
@@ -1219,7 +1220,7 @@ export interface components {
             budget: components["schemas"]["Budget"];
             jws?: components["schemas"]["SignedDocument"];
         };
-        /** @description `GET /v0/mandates/{issuer}/{name}` and `GET /v0/receipts/{id}`: the document signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`. */
+        /** @description A mandate (`GET /v0/mandates/{issuer}/{name}`) or a receipt (every receipt the gateway answers) signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`. */
         SignedDocument: string;
         /** @description A JSON Web Key Set (RFC 7517) of Ed25519 public keys. */
         Jwks: {
@@ -1328,7 +1329,7 @@ export interface components {
         YankRequest: {
             reason: string;
         };
-        /** @description A signed point of the journal's hash chain (issue 23 §3), as the clearing binding signed it. */
+        /** @description A signed point of the journal's hash chain (issue 23 §3), signed by this gateway's key. */
         JournalCheckpoint: {
             /** @description Journal entries chained, in commit order. */
             size: number;
@@ -1339,7 +1340,7 @@ export interface components {
              * @description When the checkpoint was signed.
              */
             signed_at: string;
-            /** @description Compact JWS (alg EdDSA) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`. */
+            /** @description Compact JWS (alg EdDSA, `typ` `holon-checkpoint+jwt`, a `kid` of `/.well-known/jwks.json`) whose payload is the canonical JSON (RFC 8785) of the claims `{sub: "journal", size, head, signed_at, iss, iat}`: `verifyCheckpoint` of `@holon/client` checks it. */
             jws: string;
         };
         ModerationEntry: {

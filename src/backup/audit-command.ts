@@ -5,11 +5,13 @@
  * file, a checkpoint that does not verify, `--checkpoint` without `--jwks`) is a failed line too.
  */
 import { readFile } from 'node:fs/promises';
-import { verifyCheckpoint, type ChainPoint } from '../clearing/checkpoint.ts';
+import { verifyCheckpoint } from '../../clients/src/verify.ts';
+import type { ChainPoint } from '../signing/checkpoint.ts';
+import { loadJwks } from '../signing/sources.ts';
 import { audit, type AuditReport } from './audit.ts';
 import { openBackupSource, openLiveSource } from './audit-source.ts';
 
-/** The options of `holon audit`: `in` a backup file, else `db` (a PGlite data directory) or `DATABASE_URL`; `checkpoint` and `jwks` files. */
+/** The options of `holon audit`: `in` a backup file, else `db` (a PGlite data directory) or `DATABASE_URL`; a `checkpoint` file and the `jwks` (a URL or a file). */
 export interface AuditOptions {
   in?: string;
   db: string;
@@ -29,15 +31,19 @@ async function readJson(file: string, what: string): Promise<any> {
   }
 }
 
-/** The checkpoint of `options.checkpoint`, its signature verified with `options.jwks`; null without one. */
+/**
+ * The checkpoint of `options.checkpoint`, its signature verified with `options.jwks` (the
+ * gateway's keys, fetched from its URL or read from a saved copy: a retired key still listed
+ * verifies what it signed); null without one. Throws the client's `VerificationError` sentence
+ * (a key not in the JWKS, an edited checkpoint) or the JWKS's refusal.
+ */
 async function keptCheckpoint(options: AuditOptions): Promise<ChainPoint | null> {
   if (!options.checkpoint) return null;
   if (!options.jwks) throw new Error('--checkpoint needs --jwks: a checkpoint counts only once its signature is checked');
   const kept = await readJson(options.checkpoint, 'checkpoint');
-  if (typeof kept?.jws !== 'string') throw new Error(`the checkpoint ${options.checkpoint} has no jws: keep the whole answer of GET /internal/ledger/checkpoint`);
-  const jwks = await readJson(options.jwks, 'JWKS');
-  if (!Array.isArray(jwks?.keys)) throw new Error(`the JWKS ${options.jwks} has no keys array`);
-  return verifyCheckpoint(kept.jws, jwks);
+  if (typeof kept?.jws !== 'string') throw new Error(`the checkpoint ${options.checkpoint} has no jws: keep the whole answer of GET /v0/journal/checkpoint or GET /internal/ledger/checkpoint`);
+  const { size, head } = await verifyCheckpoint(kept.jws, await loadJwks(options.jwks));
+  return { size, head };
 }
 
 /** The line `holon audit` prints for `report`. */

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
 import { parseMoney } from '../contracts/money.ts';
-import type { ChainPoint } from '../clearing/checkpoint.ts';
+import type { ChainPoint } from '../signing/checkpoint.ts';
 import { cursorRows } from './backup.ts';
 
 /** Rows fetched from a cursor at once: 500 (an entry row carries its postings). */

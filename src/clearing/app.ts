@@ -1,7 +1,8 @@
 /**
  * The reference binding as a Koa app: the §7 error body around everything, `/healthz` outside
  * the §3 loopback gate, the contract's document at `/openapi.json`, then the generated operation
- * table with this binding's handlers.
+ * table with this binding's handlers (its own doors among them: the checkpoint of its journal and
+ * the JWKS that verifies it, issue 23 §3).
  */
 import Koa from 'koa';
 import type { Knex } from 'knex';
@@ -21,7 +22,8 @@ import { adjust, credit, readSettlement, reverse, settle } from './settlements.t
 import { draw, listReservations, openHold, readReservation, releaseHold, resizeHold } from './reservations.ts';
 import type { Ledger } from './ledger.ts';
 import { mutualTlsGate } from './tls.ts';
-import { checkpointSignerFromEnv, signedCheckpoint, type CheckpointSigner } from './checkpoint.ts';
+import { signedCheckpoint } from './checkpoint.ts';
+import { processSigner, type Signer } from '../signing/signer.ts';
 import { WritePath, writePathOptionsFromEnv, type WritePathOptions } from './write-path.ts';
 
 /** Options of `createClearingApp`. */
@@ -32,12 +34,12 @@ export interface ClearingAppOptions {
   operations?: readonly OperationName[];
   /** The write path's group commit and bounds (default: from the environment, `writePathOptionsFromEnv`). */
   writes?: WritePathOptions;
-  /** The ledger to serve (its `db` is then this one's); absent: a new one on `db` with `writes`. */
+  /** The ledger to serve (its `db` is then this one's); absent: a new one on `db` with `writes` and `signer`. */
   ledger?: Ledger;
+  /** Signs the checkpoints of a new ledger (issue 23 §3); absent: a key of this process ({@link BINDING_ISSUER}). Ignored with `ledger`. */
+  signer?: Signer;
   /** Where unexpected failures are reported. */
   logger?: Logger;
-  /** What signs `read-checkpoint`'s checkpoints (issue 23 §3); absent: `checkpointSignerFromEnv()` on first use. */
-  checkpoints?: CheckpointSigner;
   /** Who may call: `loopback` (default; the §3 gate) or `mutual-tls` (a client certificate the binding's CA signed, issue 23 §4; the app must be served over TLS). */
   gate?: 'loopback' | 'mutual-tls';
   /** Why the binding cannot write now, or null when it can: `/healthz` answers 503 `database_unavailable` with it (issue 27 §2). Absent: always ready. */
@@ -78,23 +80,26 @@ const implementations: Record<OperationName, Implementation> = {
 /** The binding's handlers by operation id: every operation of `offered` (the others are absent: 404 `not_offered`), over one ledger. */
 export type ClearingHandlers = Partial<Record<OperationId, MountedHandler>>;
 
+/** The `iss` of checkpoints signed by a key of this process, when the binding was given no signer (tests, an embedded app). */
+export const BINDING_ISSUER = 'urn:holon:reference-binding';
+
 /**
- * The ledger of one binding: its database, its write path (group commit) and the agent links it
- * has resolved, shared by every door onto it (the HTTP app and the gateway's in-process port), so
- * their writes batch together and a link read by one is remembered for both.
+ * The ledger of one binding: its database, its write path (group commit), the agent links it
+ * has resolved and the signer of its checkpoints (default: a key of this process), shared by
+ * every door onto it (the HTTP app and the gateway's in-process port), so their writes batch
+ * together, a link read by one is remembered for both, and both sign with the same key.
  */
-export function openLedger(db: Knex, writes: WritePathOptions = writePathOptionsFromEnv()): Ledger {
-  return { db, writes: new WritePath(db, writes), links: newLinkCache() };
+export function openLedger(db: Knex, writes: WritePathOptions = writePathOptionsFromEnv(), signer: Signer = processSigner(BINDING_ISSUER)): Ledger {
+  return { db, writes: new WritePath(db, writes), links: newLinkCache(), signer };
 }
 
 /**
  * The handlers of clearing-contract §6 (and the binding's own doors, §14) over `ledger`, for the
- * operations `offered`; checkpoints signed by `checkpoints` (default: from the environment);
- * `/healthz` (§3) also answers readiness through `unready`.
+ * operations `offered`; checkpoints and the JWKS are the ledger's signer's; `/healthz` (§3) also
+ * answers readiness through `unready`.
  */
-export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS, checkpoints?: CheckpointSigner, unready?: () => Promise<string | null>): ClearingHandlers {
+export function clearingHandlers(ledger: Ledger, offered: readonly OperationName[] = ALL_OPERATIONS, unready?: () => Promise<string | null>): ClearingHandlers {
   const document = capabilityDocument(offered);
-  let signer: Promise<CheckpointSigner> | null = checkpoints ? Promise.resolve(checkpoints) : null;
   const bind = (implementation: Implementation): MountedHandler => (request) => implementation(ledger, request);
   const handlers: ClearingHandlers = {
     health: async () => {
@@ -105,7 +110,8 @@ export function clearingHandlers(ledger: Ledger, offered: readonly OperationName
     capabilities: async () => document,
     'create-account': bind(createAccount),
     'link-agent': bind(linkAgent),
-    'read-checkpoint': async () => signedCheckpoint(ledger.db, await (signer ??= checkpointSignerFromEnv())),
+    'read-checkpoint': async () => signedCheckpoint(ledger.db, ledger.signer),
+    'read-jwks': async () => ledger.signer.jwks(),
   };
   for (const name of offered) handlers[name] = bind(implementations[name]);
   return handlers;
@@ -113,7 +119,7 @@ export function clearingHandlers(ledger: Ledger, offered: readonly OperationName
 
 /** Builds the binding's Koa app (clearing-contract §3, §5, §6, §7) over `options.ledger`, else a new ledger on `options.db`. */
 export function createClearingApp(options: ClearingAppOptions): Koa {
-  const ledger = options.ledger ?? openLedger(options.db, options.writes);
+  const ledger = options.ledger ?? openLedger(options.db, options.writes, options.signer);
   const app = new Koa();
   // Outermost: each request's id, its span continuing the gateway's traceparent, its metrics (issue 22).
   app.use(observeRequests('clearing', [METRICS_PATH]));
@@ -121,6 +127,6 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   app.use(options.gate === 'mutual-tls' ? mutualTlsGate(['/healthz']) : loopbackGate(['/healthz']));
   app.use(metricsRoute({ key: null }));
   app.use(servedDocuments(clearingDocument));
-  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.checkpoints, options.unready) });
+  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.unready) });
   return app;
 }

@@ -11,14 +11,21 @@ import type { LRUCache } from 'lru-cache';
 import { int, iso } from '../db/index.ts';
 import { HttpError, invalidRequest, noSuchObject } from '../http/errors.ts';
 import type { FixedStatement, SqlRunner } from '../db/raw-sql.ts';
+import type { Signer } from '../signing/signer.ts';
 import type { WritePath } from './write-path.ts';
 
-/** The binding's storage: the knex handle for reads and cold doors, the write path for value-moving doors, the agent links already resolved (`newLinkCache`). */
+/**
+ * The binding's storage: the knex handle for reads and cold doors, the write path for
+ * value-moving doors, the agent links already resolved (`newLinkCache`), and the signer of its
+ * checkpoints (issue 23 §3).
+ */
 export interface Ledger {
   db: Knex;
   writes: WritePath;
   /** Account by agent key, for the links resolve-account has read (§6.1). */
   links: LRUCache<string, string>;
+  /** Signs the journal's checkpoints: the gateway's signer in the gateway's process, else the binding's own (`startClearingServer`). */
+  signer: Signer;
 }
 
 /** The doors a transaction id can be used at (clearing-contract §9: one namespace across all of them). */

@@ -1,10 +1,14 @@
 /**
  * Runs the reference binding: opens the database, listens on 127.0.0.1 (the §3 co-location
- * assumption), sweeps expired holds periodically (§6.15), and closes cleanly.
+ * assumption), signs its checkpoints with the signer it is given (the gateway's, in the
+ * gateway's process) or its own (issue 23 §3), sweeps expired holds periodically (§6.15), and
+ * closes cleanly.
  */
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { answerStarting } from '../http/starting.ts';
+import { openSigner, type Signer } from '../signing/signer.ts';
 import type { Logger } from 'pino';
 import { requestLogger } from '../observe/log-context.ts';
 import { openDatabase, type DatabaseTarget } from '../db/index.ts';
@@ -35,6 +39,14 @@ export interface ClearingServerOptions {
   tls?: MutualTls | null;
   /** The address to listen on (default 127.0.0.1; another only with `tls`: a binding off loopback must authenticate its callers). */
   host?: string;
+  /**
+   * What signs its checkpoints (issue 23 §3): the gateway's signer when the binding runs in the
+   * gateway's process. Absent: the binding's own, opened on its database with `file_secret`
+   * (its keys stored sealed there, listed at its `/.well-known/jwks.json`), `iss` its URL.
+   */
+  signer?: Signer;
+  /** `HOLON_FILE_SECRET`, sealing the binding's own keys when it has no `signer` (default: none, a key of this process, gone at a restart). */
+  file_secret?: string | null;
 }
 
 /** A running binding: its base URL, its ledger (for a door in the same process) and how to stop it. */
@@ -52,18 +64,37 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
   startTracing();
   collectProcessMetrics();
   const database = await openDatabase(options.target);
-  const ledger = openLedger(database.knex, options.writes);
   const tls = options.tls ?? null;
   const host = options.host ?? '127.0.0.1';
   if (!tls && host !== '127.0.0.1') {
     await database.close();
     throw new Error(`a binding listening on ${host} must authenticate its callers: set HOLON_CLEARING_TLS_CERT, HOLON_CLEARING_TLS_KEY and HOLON_CLEARING_TLS_CA`);
   }
-  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger, gate: tls ? 'mutual-tls' : 'loopback', unready: database.unwritable });
+  // Listen first: its own signer's `iss` is the URL it listens at; until the app is attached a
+  // request is answered 503 at once.
+  const starting = answerStarting('this clearing binding');
   const server: Server = tls
-    ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: true, rejectUnauthorized: false }, app.callback()).listen(options.port, host)
-    : app.listen(options.port, host);
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+    ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: true, rejectUnauthorized: false }, starting)
+    : createHttpServer(starting);
+  const closeServer = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  let ledger: Ledger;
+  let url: string;
+  try {
+    await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject).listen(options.port, host));
+    url = `${tls ? 'https' : 'http'}://${host}:${(server.address() as AddressInfo).port}`;
+    const signer = options.signer ?? (await openSigner(database.knex, { file_secret: options.file_secret ?? null, issuer: url }));
+    ledger = openLedger(database.knex, options.writes, signer);
+  } catch (error) {
+    if (server.listening) await closeServer();
+    await database.close();
+    throw error;
+  }
+  const app = createClearingApp({ db: database.knex, ledger, operations: options.operations, logger, gate: tls ? 'mutual-tls' : 'loopback', unready: database.unwritable });
+  server.removeListener('request', starting);
+  server.on('request', app.callback());
   const sweep = setInterval(() => {
     expireHolds(database.knex).catch((error) => logger.error({ err: error }, 'expiry sweep failed'));
   }, options.sweep_ms ?? 60_000);
@@ -74,16 +105,14 @@ export async function startClearingServer(options: ClearingServerOptions): Promi
     addScrapeSource('holds_open_micros', async () => ({ '': Number((await rawQuery(database.knex, OPEN_HOLDS, []))[0].micros) })),
     addPoolSource('clearing', database.knex),
   ];
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `${tls ? 'https' : 'http'}://${host}:${port}`,
+    url,
     ledger,
     server,
     async close() {
       clearInterval(sweep);
       for (const remove of removeSources) remove();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer();
       await database.close();
     },
   };

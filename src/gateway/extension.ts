@@ -18,6 +18,7 @@ import type { GatewayHandlers } from './handlers.ts';
 import type { Gateway } from './lifecycle.ts';
 import type { Outbox } from './outbox.ts';
 import type { Registry } from './registry.ts';
+import type { Signer } from '../signing/signer.ts';
 
 /** A ready gateway's parts, as a composition is handed them before the gateway listens. */
 export interface GatewayParts {
@@ -29,6 +30,8 @@ export interface GatewayParts {
   logger: Logger;
   /** How the gateway runs an agent version (a published one through its guarded client), for runs outside a call: evaluations. */
   agents: AgentAccess;
+  /** The gateway's signer (issue 23): its key signs mandates, receipts and journal checkpoints. */
+  signer: Signer;
 }
 
 /**

@@ -20,8 +20,8 @@ import type { Gateway } from './lifecycle.ts';
 import { budgetOf, budgetView, loadMandate } from './mandates.ts';
 import type { Outbox } from './outbox.ts';
 import type { Registry } from './registry.ts';
-import { listReceiptTrees, readReceipt, RECEIPT_PAGE, treeOf } from './receipts.ts';
-import { signMandate, signReceiptTree } from './signatures.ts';
+import { listReceiptTrees, readReceipt, RECEIPT_PAGE } from './receipts.ts';
+import { signMandate } from './signatures.ts';
 import type { Signer } from '../signing/signer.ts';
 
 /** What the gateway's handlers read and write through. */
@@ -124,13 +124,14 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
 
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => {
       if (query.mandate && !(await loadMandate(db, query.mandate))) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
-      return listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? RECEIPT_PAGE.default, cursor: query.cursor });
+      const page = await listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? RECEIPT_PAGE.default, cursor: query.cursor });
+      return { ...page, receipts: await gateway.signed(page.receipts) };
     },
 
     'read-receipt': async ({ params }: OperationRequest<'read-receipt'>) => {
       const receipt = await readReceipt(db, params.id);
       if (!receipt) throw new HttpError(404, 'no_such_receipt', `there is no receipt ${params.id}`);
-      return signReceiptTree(db, options.signer, await treeOf(db, receipt));
+      return gateway.tree(receipt);
     },
 
     'read-mandate': async ({ params }: OperationRequest<'read-mandate'>) => {

@@ -33,6 +33,8 @@ import { FINISH_CALL, MANDATE_WRITES, RESERVE_CALL } from './call-writes.ts';
 import { MandateWriteGroups } from './mandate-groups.ts';
 import { ReceiptIds } from './receipt-ids.ts';
 import { PhaseClock } from './server-timing.ts';
+import { signReceiptTree, type SignedReceiptTree } from './signatures.ts';
+import type { Signer } from '../signing/signer.ts';
 import { rawQuery, transactionRunner, type NamedStatement } from '../db/raw-sql.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { DatabaseUnavailable } from '../db/unavailable.ts';
@@ -111,6 +113,8 @@ export interface GatewayDeps {
   process_id: number;
   /** Record each root call's phases for a `Server-Timing` header (`HOLON_SERVER_TIMING`); default off. */
   server_timing?: boolean;
+  /** Signs every receipt tree the gateway answers (issue 23 §2): the gateway's key, listed at `/.well-known/jwks.json`. */
+  signer: Signer;
 }
 
 /**
@@ -817,8 +821,18 @@ export class Gateway {
     return { http, receipt: call.receipt, output: result.output, error: result.error ?? undefined, total_micros };
   }
 
-  /** The tree of a finished call's receipt. */
-  tree(receipt: Receipt): Promise<ReceiptTree> {
-    return treeOf(this.deps.db, receipt);
+  /** The tree of a finished call's receipt, each receipt signed (issue 23 §2: every receipt the gateway answers carries its `jws`). */
+  async tree(receipt: Receipt): Promise<SignedReceiptTree> {
+    return signReceiptTree(this.deps.db, this.deps.signer, await treeOf(this.deps.db, receipt));
+  }
+
+  /**
+   * Receipt trees as a list answers them (`GET /v0/receipts`, the MCP `read_receipts`), each
+   * signed; at most a page of them (`RECEIPT_PAGE.max` roots of `receipts.ts`), signed one after another.
+   */
+  async signed(trees: readonly ReceiptTree[]): Promise<SignedReceiptTree[]> {
+    const signed: SignedReceiptTree[] = [];
+    for (const tree of trees) signed.push(await signReceiptTree(this.deps.db, this.deps.signer, tree));
+    return signed;
   }
 }

@@ -93,6 +93,7 @@ export async function hostedExtension(
     db,
     gateway: parts.gateway,
     clearing: parts.clearing,
+    signer: parts.signer,
     signup_credit_micros: settings.signup_credit_micros,
     fx: settings.fx,
     authorNamespaces: () => new Set(parts.registry.latest().map((agent) => agent.loaded.manifest.id.split('/')[0])),

@@ -20,6 +20,8 @@ import { closeExpiredApprovals } from '../gateway/decisions.ts';
 import type { Gateway } from '../gateway/lifecycle.ts';
 import { budgetOf, budgetView, loadMandate, storeMandate } from '../gateway/mandates.ts';
 import { listReceiptTrees, RECEIPT_PAGE } from '../gateway/receipts.ts';
+import { signCheckpoint } from '../signing/checkpoint.ts';
+import type { Signer } from '../signing/signer.ts';
 import { adminCredit, clearingFailure, mandateRefused, signUp, type AccountDeps } from './accounts.ts';
 import type { Features } from './features.ts';
 import type { GithubHandlers } from './github.ts';
@@ -40,6 +42,8 @@ import { downloadFile, uploadFile, type FileRouteDeps } from './file-routes.ts';
 export interface HostedRouteDeps extends AccountDeps {
   gateway: Gateway;
   clearing: ClearingPort;
+  /** The gateway's signer: the journal checkpoint the admin reads is signed with it (issue 23 §3). */
+  signer: Signer;
   /** The GitHub sign-in handlers (answering 503 when it is off). */
   github: GithubHandlers;
   /** Counts one sign-up from the request's address; throws 429 past the bound. */
@@ -148,7 +152,8 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: GatewayHandlers)
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>, _ctx, principal) => {
       if (query.mandate) await requireScope(db, principal, query.mandate, 'no_such_mandate', 'mandate', query.mandate);
       const mandates = query.mandate ? [query.mandate] : await mandatesInScope(db, principal);
-      return listReceiptTrees(db, { mandates, limit: query.limit ?? RECEIPT_PAGE.default, cursor: query.cursor });
+      const page = await listReceiptTrees(db, { mandates, limit: query.limit ?? RECEIPT_PAGE.default, cursor: query.cursor });
+      return { ...page, receipts: await deps.gateway.signed(page.receipts) };
     },
 
     'read-receipt': async (request: OperationRequest<'read-receipt'>, ctx, principal) => {
@@ -260,7 +265,11 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: GatewayHandlers)
 
     'admin-yank-agent': async ({ params, body }: OperationRequest<'admin-yank-agent'>) => yankByOperator(deps.publish, `${params.ns}/${params.name}`, params.version, body.reason),
 
-    'read-journal-checkpoint': async () => clearing.readCheckpoint().catch(clearingFailure),
+    // Signed again with the gateway's key, whichever binding answered (its own key when it is not in this process), so the admin verifies it with the gateway's JWKS.
+    'read-journal-checkpoint': async () => {
+      const { size, head, signed_at } = await clearing.readCheckpoint().catch(clearingFailure);
+      return signCheckpoint(deps.signer, { size, head }, signed_at);
+    },
 
     'admin-log': async ({ query }: OperationRequest<'admin-log'>) => ({ entries: await readLog(db, query.limit ?? 100, query.before) }),
     'upload-file': async (_request, ctx, principal) => uploadFile(deps.files, ctx, (principal as Extract<Principal, { kind: 'human' | 'agent' }>).account),

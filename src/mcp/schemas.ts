@@ -28,6 +28,7 @@ const receiptTree = z.looseObject({
   splits: z.array(z.object({ to: z.string(), amount: money })),
   children: z.array(z.string()),
   error: toolError.nullable(),
+  jws: z.string().describe("the receipt signed by the gateway (issue 23 §2), a compact JWS its /.well-known/jwks.json verifies"),
   get calls(): z.ZodArray<typeof receiptTree> {
     return z.array(receiptTree);
   },

@@ -21,7 +21,7 @@ import { searchAgents } from '../gateway/catalogue.ts';
 import { closeExpiredApprovals, decideApproval } from '../gateway/decisions.ts';
 import type { CallResult, Gateway } from '../gateway/lifecycle.ts';
 import { loadMandate } from '../gateway/mandates.ts';
-import { listReceiptTrees, readReceipt, treeOf } from '../gateway/receipts.ts';
+import { listReceiptTrees, readReceipt } from '../gateway/receipts.ts';
 import type { Registry } from '../gateway/registry.ts';
 import { callAgentOutput, listApprovalsOutput, readReceiptsOutput, searchAgentsOutput } from './schemas.ts';
 
@@ -152,10 +152,10 @@ export function buildServer(deps: ToolDeps, scope: ToolScope): McpServer {
       outputSchema: readReceiptsOutput,
     },
     async ({ id, limit }) => {
-      if (id === undefined) return result({ receipts: (await listReceiptTrees(db, { mandate: scope.mandate, limit: limit ?? 10 })).receipts });
+      if (id === undefined) return result({ receipts: await gateway.signed((await listReceiptTrees(db, { mandate: scope.mandate, limit: limit ?? 10 })).receipts) });
       const receipt = await readReceipt(db, id);
       if (!receipt || rootMandateOf(receipt.mandate) !== scope.mandate) return result({ error: { code: 'no_such_receipt' satisfies GatewayErrorCode, message: `there is no receipt ${id} under ${scope.mandate}` } }, true);
-      return result({ receipt: await treeOf(db, receipt) });
+      return result({ receipt: await gateway.tree(receipt) });
     },
   );
 

@@ -9,7 +9,7 @@
  * processes may share one Postgres), posts pending settlements, opens the start-up accounts, and
  * serves the gateway's app with each part's extension and the MCP server of `src/mcp/` at `/mcp`.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -33,6 +33,7 @@ import { Registry } from '../gateway/registry.ts';
 import { serverTimingFromEnv } from '../gateway/server-timing.ts';
 import { excludedAgents, leftOut } from '../gateway/shipped-agents.mjs';
 import { isLoopback } from '../http/access.ts';
+import { answerStarting } from '../http/starting.ts';
 import { allowedHostsFromEnv, listenHosts } from '../http/host-gate.ts';
 import { mcpMiddleware, type McpOptions } from '../mcp/server.ts';
 import { countOpenSessions } from '../mcp/sessions.ts';
@@ -280,18 +281,32 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     hostStarting.catch(() => {});
     closers.push(async () => (await hostStarting.catch(() => null))?.close());
   }
+  const target = targetOf(path.join(options.db, 'gateway'));
+  const database = await openDatabase(target);
+  closers.push(database.close);
+  const db = database.knex;
+  // Listen early: the signer's `iss` is the URL it listens at (unless a part names the public
+  // one), and the binding in this process signs its checkpoints with it too (issue 23 §3). Until
+  // the app is attached a request is answered 503 at once (readiness, issue 27 §2), never left
+  // waiting.
+  const starting = answerStarting('this gateway process');
+  const server = createServer(starting);
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject).listen(options.port, options.host ?? '127.0.0.1'));
+  const { port, address } = server.address() as AddressInfo;
+  const signing = plugins.find((plugin) => plugin.signing)?.signing;
+  const signer = await openSigner(db, { file_secret: signing?.file_secret ?? null, issuer: signing?.issuer ?? localUrl(address, port) });
   let binding: RunningClearing | null = null;
   if (!options.clearing_url) {
-    binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger });
+    binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger, signer });
     closers.push(binding.close);
   }
   // The binding in this process is called in-process (its ledger, its write path); HTTP only reaches another binding.
   const timeouts = options.clearing_timeouts ?? clearingTimeoutsFromEnv();
   const clearing: ClearingPort = observedClearing(binding ? new InProcessClearingPort(binding.ledger, timeouts) : new HttpClearingPort(options.clearing_url!, timeouts, clearing_tls));
-  const target = targetOf(path.join(options.db, 'gateway'));
-  const database = await openDatabase(target);
-  closers.push(database.close);
-  const db = database.knex;
 
   // The shipped MCP agents are listed at the host's URL, whatever port it got; it serves what is listed.
   const host = await hostStarting;
@@ -333,6 +348,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
       return lease.id;
     },
     server_timing,
+    signer,
   });
 
   const rootPayers = async () => (await db('gateway_mandates').whereNull('parent').distinct('payer')).map((r) => r.payer as string);
@@ -340,7 +356,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   const startAccounts = plugins.flatMap((plugin) => plugin.accounts ?? []);
   await prepareAccounts(clearing, [...startAccounts, ...(await rootPayers()), ...authors()], plugins.flatMap((plugin) => plugin.credits ?? []), logger);
   const extensions: GatewayAppExtension[] = [];
-  for (const plugin of plugins) if (plugin.extend) extensions.push(await plugin.extend({ database, gateway, registry, clearing, outbox, logger, agents }));
+  for (const plugin of plugins) if (plugin.extend) extensions.push(await plugin.extend({ database, gateway, registry, clearing, outbox, logger, agents, signer }));
   // §7 "Restarts": what dead processes left open, now and at every heartbeat (issue 12 §4).
   recover = async (unowned) => {
     const dead = await lease.deadProcesses();
@@ -352,22 +368,6 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   await outbox.freeClaims();
   outbox.start();
   closers.push(() => outbox.stop());
-  // Listen first: the gate needs the port and the address actually bound (port 0, `localhost`).
-  // Until the app is attached a request is answered 503 at once (readiness, issue 27 §2), never
-  // left waiting: the signer and the MCP server are still being built.
-  const starting = (_req: IncomingMessage, res: ServerResponse) => {
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
-    res.end(JSON.stringify({ error: 'this gateway process is starting and cannot serve yet: try again in a second', code: 'database_unavailable' }));
-  };
-  const server = createServer(starting);
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject).listen(options.port, options.host ?? '127.0.0.1'));
-  const { port, address } = server.address() as AddressInfo;
-  const signing = plugins.find((plugin) => plugin.signing)?.signing;
-  const signer = await openSigner(db, { file_secret: signing?.file_secret ?? null, issuer: signing?.issuer ?? localUrl(address, port) });
   // The gateway's own MCP server (gateway §7 "Connecting Claude Code"), after every part's middleware (the hosted principal).
   const mcp = mcpMiddleware({
     db,

@@ -11,7 +11,7 @@
  * latest expiry of a stored mandate, whichever is later, so whatever it signed still verifies
  * until then (a document fetched again is signed by the active key).
  */
-import { hkdfSync, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, hkdfSync, randomUUID, type KeyObject } from 'node:crypto';
 import type { Knex } from 'knex';
 import { compactDecrypt, CompactEncrypt, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import type { NumberVariable } from '../config/env.ts';
@@ -31,10 +31,10 @@ export interface PublicJwk {
   exp?: number;
 }
 
-/** The key that signs: its id and its private key (a WebCrypto key, never exported). */
+/** The key that signs: its id and its private key (a WebCrypto key or, for a key of this process, a node KeyObject; never exported). */
 export interface SigningKey {
   kid: string;
-  private_key: CryptoKey;
+  private_key: CryptoKey | KeyObject;
 }
 
 /** The AES-256 key sealing private keys, derived from `HOLON_FILE_SECRET` (HKDF-SHA-256, 32 bytes). */
@@ -58,10 +58,16 @@ async function signingKeyOf(private_jwk: JWK & { kid?: string }): Promise<Signin
   return { kid: private_jwk.kid!, private_key: (await importJWK(private_jwk, 'EdDSA', { extractable: false })) as CryptoKey };
 }
 
-/** A key made for this process only (no `HOLON_FILE_SECRET`): the signing key and its public JWK. */
-export async function processKey(): Promise<{ key: SigningKey; public_jwk: PublicJwk }> {
-  const pair = await newKeyPair();
-  return { key: await signingKeyOf(pair.private_jwk), public_jwk: pair.public_jwk };
+/**
+ * A key made for this process only (no `HOLON_FILE_SECRET`): the signing key and its public JWK.
+ * Made synchronously, so a binding app built without a signer (tests, an embedded binding) still
+ * signs its checkpoints.
+ */
+export function processKey(): { key: SigningKey; public_jwk: PublicJwk } {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const kid = `k-${randomUUID()}`;
+  const { x } = publicKey.export({ format: 'jwk' });
+  return { key: { kid, private_key: privateKey }, public_jwk: { kty: 'OKP', crv: 'Ed25519', x: x!, kid, alg: 'EdDSA', use: 'sig' } };
 }
 
 /** Inserts a new active key sealed under `file_secret`, unless one is active already (the unique index settles a race). */

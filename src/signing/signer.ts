@@ -1,12 +1,12 @@
 /**
- * The gateway's signer (issue 23 §1, §2; §3 signs checkpoints with it): a compact JWS (EdDSA,
+ * The gateway's signer (issue 23 §1, §2; §3 signs checkpoints with it, `checkpoint.ts`): a compact JWS (EdDSA,
  * Ed25519) over the RFC 8785 canonical JSON of a document's claims, with `iss` (the gateway's
  * public URL), `iat` (seconds) and the header's `kid` and `typ`. Its public keys are the JWKS of
  * `/.well-known/jwks.json`. Ed25519 signatures are deterministic: the same claims signed by the
  * same key in the same second give the same JWS.
  *
  *     const signer = await openSigner(db, { file_secret, issuer: 'https://holon.example' });
- *     const jws = await signer.sign({ sub: 'checkpoint', size, head }, 'holon-checkpoint+jwt');
+ *     const jws = await signer.sign({ sub: mandate.id, mandate }, 'holon-mandate+jwt');
  *     const { keys } = await signer.jwks();
  */
 import canonicalize from 'canonicalize';
@@ -60,14 +60,18 @@ export class Signer {
   }
 }
 
+/** A signer over a key of this process only, listed nowhere else and gone at a restart (development, tests, a binding app built without one). */
+export function processSigner(issuer: string): Signer {
+  const { key, public_jwk } = processKey();
+  return new Signer(issuer, key, async () => [public_jwk]);
+}
+
 /**
- * The signer of a gateway on `db`: with a file secret, the stored active key (made at the first
- * start), shared by every process on that database; without, a key of this process only.
+ * The signer of a gateway (or of a binding with its own database) on `db`: with a file secret,
+ * the stored active key (made at the first start), shared by every process on that database;
+ * without, a key of this process only ({@link processSigner}).
  */
 export async function openSigner(db: Knex, options: SignerOptions): Promise<Signer> {
-  if (options.file_secret === null) {
-    const { key, public_jwk } = await processKey();
-    return new Signer(options.issuer, key, async () => [public_jwk]);
-  }
+  if (options.file_secret === null) return processSigner(options.issuer);
   return new Signer(options.issuer, await activeKey(db, options.file_secret), () => listedKeys(db));
 }

@@ -6,7 +6,9 @@
  * amount changed, two lines changed so the entry still sums to zero, an entry deleted, two entries
  * swapped in the chain, an entry appended without its hash, a receipt's cost edited, a balance
  * edited, and a checkpoint from another journal. Each tampering is undone before the next test.
- * A kept checkpoint still passes after more entries; its signature must verify against the JWKS.
+ * Checkpoints are signed by the gateway's signer (`src/signing/`, keys stored sealed in the
+ * database): a kept one still passes after more entries and after the key is rotated; one signed
+ * by a key the JWKS does not list, or edited, is refused with the reason.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -17,22 +19,27 @@ import type { Knex } from 'knex';
 import { audit, chainHash } from '../../src/backup/audit.ts';
 import { runAudit } from '../../src/backup/audit-command.ts';
 import { backup, storesOf } from '../../src/backup/backup.ts';
-import { ephemeralSigner, verifyCheckpoint, type CheckpointSigner, type SignedCheckpoint } from '../../src/clearing/checkpoint.ts';
+import { verifyCheckpoint } from '../../clients/src/verify.ts';
 import { createClearingApp } from '../../src/clearing/app.ts';
+import { rotateKey } from '../../src/signing/keys.ts';
+import { openSigner } from '../../src/signing/signer.ts';
+import type { ChainPoint } from '../../src/signing/checkpoint.ts';
 import supertest from 'supertest';
 import { openFreshDatabase, unique, inOneHour } from '../helpers/clearing.ts';
 import { setUp, useOpened } from '../helpers/hooks.ts';
 
-let signer: CheckpointSigner;
-setUp(async () => {
-  signer = await ephemeralSigner('test-checkpoint');
-});
+const FILE_SECRET = 'audit-test-file-secret-0123456789abcdef';
+const ISSUER = 'https://holon.example';
+
+/** A binding app over `knex` whose checkpoints are signed by the key stored in that database (as a restarted process would load it). */
+async function bindingApp(knex: Knex) {
+  return supertest(createClearingApp({ db: knex, signer: await openSigner(knex, { file_secret: FILE_SECRET, issuer: ISSUER }) }).callback());
+}
 
 /** A fresh database with a binding app over it. */
 async function openJournal() {
   const fresh = await openFreshDatabase();
-  const http = supertest(createClearingApp({ db: fresh.db.knex, checkpoints: signer }).callback());
-  return { knex: fresh.db.knex, http, dispose: fresh.dispose };
+  return { knex: fresh.db.knex, http: await bindingApp(fresh.db.knex), dispose: fresh.dispose };
 }
 
 const journal = useOpened('the audited journal', openJournal, (j) => j.dispose());
@@ -78,7 +85,7 @@ async function tamper(knex: Knex, statements: Array<[string, Knex.RawBinding[]?]
 }
 
 /** The audit's failure after `statements`, which `undo` then reverses; the audit passes again after. */
-async function failureAfter(statements: Array<[string, Knex.RawBinding[]?]>, undo: Array<[string, Knex.RawBinding[]?]>, checkpoint: SignedCheckpoint | null = null) {
+async function failureAfter(statements: Array<[string, Knex.RawBinding[]?]>, undo: Array<[string, Knex.RawBinding[]?]>, checkpoint: ChainPoint | null = null) {
   await tamper(journal.knex, statements);
   try {
     return (await audit(source(), checkpoint)).failure;
@@ -195,15 +202,19 @@ test('a balance edited: the account is named with its balance and the sum of its
   assert.deepEqual(failure, { entry: null, position: null, reason: `account ${ids.owner} has balance 610007, but its postings sum to 610000` });
 });
 
-test('checkpoints: a kept one passes after more entries; one from another journal fails at its size; a signature outside the JWKS is refused', async () => {
-  const jwks = { keys: [await signer.publicJwk()] };
+/** The JWKS a binding serves at `/.well-known/jwks.json`. */
+const jwksOf = async (http: typeof journal.http) => (await http.get('/.well-known/jwks.json').expect(200)).body;
+
+test('checkpoints: signed by the stored key the JWKS lists; a kept one passes after more entries; one from another journal fails at its size', async () => {
+  const jwks = await jwksOf(journal.http);
   const kept = await verifyCheckpoint((await journal.http.get('/internal/ledger/checkpoint').expect(200)).body.jws, jwks);
+  assert.equal(kept.iss, ISSUER);
   await journal.http.post('/internal/ledger/purchase').send({ txnId: unique('fund'), account: ids.owner, amount: 1 }).expect(200);
   const report = await audit(source(), kept);
   assert.equal(report.failure, null);
   assert.equal(report.chain.size, kept.size + 1);
 
-  const foreign = await verifyCheckpoint((await other.http.get('/internal/ledger/checkpoint').expect(200)).body.jws, jwks);
+  const foreign = await verifyCheckpoint((await other.http.get('/internal/ledger/checkpoint').expect(200)).body.jws, await jwksOf(other.http));
   assert.equal(foreign.size, 1);
   const first = (await journal.knex('clearing_journal_chain').where({ position: 1 }).first()).txn_id;
   assert.deepEqual((await audit(source(), foreign)).failure, {
@@ -211,10 +222,60 @@ test('checkpoints: a kept one passes after more entries; one from another journa
     position: 1,
     reason: `the checkpoint is not a prefix of this journal: at its size 1, entry ${first} hashes to ${(await journal.knex('clearing_journal_chain').where({ position: 1 }).first()).hash}, the checkpoint's head is ${foreign.head}`,
   });
+});
 
-  const stranger = await ephemeralSigner('test-checkpoint');
-  const forged = await stranger.sign(new TextEncoder().encode(JSON.stringify({ head: kept.head, signed_at: kept.signed_at, size: kept.size })));
-  await assert.rejects(verifyCheckpoint(forged, jwks), /the checkpoint's signature does not verify against the JWKS/);
+test('holon audit refuses a checkpoint signed by a key the JWKS does not list, or edited, with the reason', async () => {
+  const scratch = await mkdtemp(path.join(tmpdir(), 'holon-audit-refused-'));
+  try {
+    const jwks = path.join(scratch, 'jwks.json');
+    await writeFile(jwks, JSON.stringify(await jwksOf(journal.http)));
+    const kid = (await jwksOf(journal.http)).keys.map((key: { kid: string }) => key.kid).join(', ');
+    // The checkpoint is checked before the books are opened: a refused one reads no backup (this one is never written).
+    const unread = path.join(scratch, 'unread.jsonl');
+    const auditWith = async (body: unknown) => {
+      const checkpoint = path.join(scratch, 'checkpoint.json');
+      await writeFile(checkpoint, JSON.stringify(body));
+      return runAudit({ in: unread, db: scratch, checkpoint, jwks });
+    };
+    // Another journal's binding signs with its own stored key, which this JWKS does not list.
+    const stranger = (await other.http.get('/internal/ledger/checkpoint').expect(200)).body;
+    const strangerKid = JSON.parse(Buffer.from(stranger.jws.split('.')[0], 'base64url').toString()).kid;
+    assert.deepEqual(await auditWith(stranger), {
+      ok: false,
+      report: null,
+      line: `audit refused: the checkpoint was signed with key ${strangerKid}, which the JWKS does not list (it lists ${kid}): fetch the issuer's current /.well-known/jwks.json, or the document did not come from that gateway`,
+    });
+    // Its size changed in the signed payload, the signature kept.
+    const checkpoint = (await journal.http.get('/internal/ledger/checkpoint').expect(200)).body;
+    const [header, payload, signature] = checkpoint.jws.split('.');
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+    const edited = `${header}.${Buffer.from(JSON.stringify({ ...claims, size: claims.size - 1 })).toString('base64url')}.${signature}`;
+    assert.deepEqual(await auditWith({ ...checkpoint, size: claims.size - 1, jws: edited }), {
+      ok: false,
+      report: null,
+      line: `audit refused: the checkpoint: the signature of key ${kid} does not match the signed text: it was changed after signing`,
+    });
+    // Unedited, it passes the signature check and reaches the (missing) backup.
+    const unedited = await auditWith(checkpoint);
+    assert.equal(unedited.ok, false);
+    assert.match(unedited.line, /^audit refused: [^\n]*unread\.jsonl/);
+    assert.doesNotMatch(unedited.line, /checkpoint/);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+});
+
+test('after the signing key is rotated, a checkpoint kept before still verifies (its key still listed) and passes; new ones carry the new key', async () => {
+  const before = (await journal.http.get('/internal/ledger/checkpoint').expect(200)).body;
+  const { retired, active } = await rotateKey(journal.knex, FILE_SECRET, 30);
+  const restarted = await bindingApp(journal.knex);
+  const jwks = await jwksOf(restarted);
+  assert.deepEqual(jwks.keys.map((key: { kid: string }) => key.kid), [retired, active]);
+  const kept = await verifyCheckpoint(before.jws, jwks);
+  assert.equal((await audit(source(), kept)).failure, null);
+  const after = (await restarted.get('/internal/ledger/checkpoint').expect(200)).body;
+  assert.equal(JSON.parse(Buffer.from(after.jws.split('.')[0], 'base64url').toString()).kid, active);
+  assert.equal((await verifyCheckpoint(after.jws, jwks)).size, after.size);
 });
 
 test('holon audit on a backup: passes, and after one SQL edit fails naming the entry; --checkpoint needs --jwks', async () => {
@@ -222,7 +283,7 @@ test('holon audit on a backup: passes, and after one SQL edit fails naming the e
   try {
     const jwks = path.join(scratch, 'jwks.json');
     const checkpoint = path.join(scratch, 'checkpoint.json');
-    await writeFile(jwks, JSON.stringify({ keys: [await signer.publicJwk()] }));
+    await writeFile(jwks, JSON.stringify(await jwksOf(journal.http)));
     await writeFile(checkpoint, JSON.stringify((await journal.http.get('/internal/ledger/checkpoint').expect(200)).body));
     const clean = path.join(scratch, 'clean.jsonl');
     await backup(storesOf(journal.knex, null), clean);

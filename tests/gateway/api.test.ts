@@ -36,7 +36,7 @@ const RECEIPT_FIELDS = [
   'created_at',
 ].sort();
 
-/** `tree` without the signatures a single read adds (`jws`, `sub_mandate_jws`), at every level. */
+/** `tree` without its signatures (`jws`, `sub_mandate_jws`, made as it is answered), at every level. */
 function unsigned(tree: Record<string, any>): Record<string, any> {
   const { jws: _jws, sub_mandate_jws: _sub, ...rest } = tree;
   return { ...rest, ...(Array.isArray(rest.calls) ? { calls: rest.calls.map(unsigned) } : {}) };
@@ -44,7 +44,7 @@ function unsigned(tree: Record<string, any>): Record<string, any> {
 
 /** Asserts `receipt` has exactly the §4 fields (and `calls`), with their types. */
 function assertReceiptShape(receipt: Record<string, any>, label: string) {
-  // A single read signs the tree beside its fields (issue 23 §2): `jws`, and `sub_mandate_jws` with a sub-mandate.
+  // Every answer signs the tree beside its fields (issue 23 §2): `jws`, and `sub_mandate_jws` with a sub-mandate.
   assert.deepEqual(Object.keys(receipt).filter((key) => !['calls', 'jws', 'sub_mandate_jws'].includes(key)).sort(), RECEIPT_FIELDS, label);
   assert.match(receipt.id, /^r\d+$/, label);
   assert.equal(typeof receipt.mandate, 'string', label);
@@ -308,8 +308,9 @@ describe('receipts', () => {
 
     const listed = (await gw.http.get(`/v0/receipts?mandate=${mandate.id}`).expect(200)).body.receipts;
     assert.deepEqual(listed.map((r: { id: string }) => r.id), [second.body.receipt.id, first.body.receipt.id]);
-    // The list carries the same tree, without the signatures a single read adds (issue 23 §2).
-    assert.deepEqual(listed[0], unsigned(tree));
+    // The list carries the same tree, signed as it is listed (issue 23 §2: every receipt answered is signed).
+    assert.deepEqual(unsigned(listed[0]), unsigned(tree));
+    assert.deepEqual(flatten(listed[0]).map((receipt) => typeof (receipt as { jws?: unknown }).jws), ['string', 'string', 'string', 'string']);
     await gw.http.get('/v0/receipts/r999999999').expect(404);
   });
 });

@@ -1,15 +1,18 @@
 /**
- * Issue 23 §1, §2 through a running gateway: `GET /v0/mandates/{issuer}/{name}` answers the
- * mandate's JWS, `GET /v0/receipts/{id}` signs each receipt of the tree over its children's
- * digests, `/.well-known/jwks.json` lists the key; `verifyMandate` / `verifyReceipt` of the client
- * and `holon verify` accept them and refuse each tampering with its reason.
+ * Issue 23 §1, §2, §3 through a running gateway: `GET /v0/mandates/{issuer}/{name}` answers the
+ * mandate's JWS, every receipt answered (`GET /v0/receipts/{id}`, `GET /v0/receipts`,
+ * `POST /v0/calls`) is signed over its children's digests, the binding in the gateway's process
+ * signs its checkpoints with the same key, `/.well-known/jwks.json` lists it; `verifyMandate` /
+ * `verifyReceipt` / `verifyCheckpoint` of the client and `holon verify` accept them and refuse each
+ * tampering with its reason.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { verifyMandate, verifyReceipt, VerificationError, type SignedReceiptTree } from '../../clients/src/index.ts';
+import supertest from 'supertest';
+import { verifyCheckpoint, verifyMandate, verifyReceipt, VerificationError, type SignedReceiptTree } from '../../clients/src/index.ts';
 import { openSigner } from '../../src/signing/signer.ts';
 import { holon } from '../helpers/cli.ts';
 import { useTestGateway } from '../helpers/gateway.ts';
@@ -129,6 +132,40 @@ test('a receipt tree with a child removed, altered or added is refused, naming t
   await refusal(verifyReceipt({ ...tree, calls: [first, resigned] }, keys), 'child_altered', new RegExp(`covers child ${second.id} with digest`));
   await refusal(verifyReceipt({ ...tree, calls: [first, second, first] }, keys), 'child_unsigned', new RegExp(`holds child ${first.id}, which its signature does not cover`));
   await refusal(verifyReceipt({ ...tree, status: 'failed' }, keys), 'json_differs', new RegExp(`receipt ${tree.id}: its JSON differs`));
+});
+
+test('a call answer and a receipt list carry every receipt signed: each verifies with verifyReceipt, one field changed is refused', async () => {
+  const keys = await jwks();
+  const mandate = await gw.mandate();
+  const paid = await gw.call({ mandate: mandate.id, agent: 'gto/pass', input: { calls: [{ agent: 'gt/free' }] } });
+  assert.equal(paid.status, 200);
+  assert.deepEqual(await verifyReceipt(paid.body.receipt, keys), { receipts: 2 });
+  // A refused call's answer carries its receipt signed too.
+  const failed = await gw.call({ mandate: mandate.id, agent: 'gt/run', input: { do: 'unbilled_error' } });
+  assert.equal(failed.status, 502);
+  assert.deepEqual(await verifyReceipt(failed.body.receipt, keys), { receipts: 1 });
+
+  const page = (await gw.http.get('/v0/receipts').query({ mandate: mandate.id, limit: 10 }).expect(200)).body;
+  assert.deepEqual(page.receipts.map((tree: SignedReceiptTree) => tree.id), [failed.body.receipt.id, paid.body.receipt.id]);
+  for (const tree of page.receipts) assert.ok((await verifyReceipt(tree, keys)).receipts >= 1);
+  assert.deepEqual(await verifyReceipt(page.receipts[1], keys), { receipts: 2 });
+  const listed = page.receipts[1] as SignedReceiptTree;
+  await refusal(verifyReceipt({ ...listed, billed: !listed.billed }, keys), 'json_differs', new RegExp(`receipt ${listed.id}: its JSON differs from the signed receipt`));
+  const answered = paid.body.receipt as SignedReceiptTree;
+  await refusal(verifyReceipt({ ...answered, cost: { own: '0.00', downstream: '0.00', total: '0.00' } }, keys), 'json_differs', new RegExp(`receipt ${answered.id}: its JSON differs`));
+});
+
+test("the binding in the gateway's process signs its checkpoints with the gateway's key and lists the gateway's JWKS", async () => {
+  const keys = await jwks();
+  const binding = supertest(gw.running.clearing_url);
+  assert.deepEqual((await binding.get('/.well-known/jwks.json').expect(200)).body, keys);
+  const checkpoint = (await binding.get('/internal/ledger/checkpoint').expect(200)).body;
+  const claims = await verifyCheckpoint(checkpoint.jws, keys);
+  assert.deepEqual({ size: claims.size, head: claims.head, signed_at: claims.signed_at, sub: claims.sub, iss: claims.iss }, { size: checkpoint.size, head: checkpoint.head, signed_at: checkpoint.signed_at, sub: 'journal', iss: gw.running.url });
+  assert.deepEqual(JSON.parse(Buffer.from(checkpoint.jws.split('.')[0], 'base64url').toString()), { alg: 'EdDSA', kid: keys.keys[0].kid, typ: 'holon-checkpoint+jwt' });
+  // A mandate's JWS is no checkpoint, and a checkpoint with its size changed fails its signature.
+  await refusal(verifyCheckpoint((await signedMandate()).body.jws, keys), 'wrong_type', /is not a holon-checkpoint\+jwt document/);
+  await refusal(verifyCheckpoint(withPayload(checkpoint.jws, (fields) => (fields.size += 1)), keys), 'bad_signature', /the checkpoint: the signature of key k-[0-9a-f-]+ does not match the signed text/);
 });
 
 test('holon verify: a mandate and a receipt tree from files, a sub-mandate against its parent, a widened one refused', async () => {

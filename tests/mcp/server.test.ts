@@ -21,6 +21,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv } from 'ajv';
+import { signedReceiptFields, verifyReceipt } from '../../clients/src/verify.ts';
 import { parseMoney, type Micros } from '../../src/contracts/money.ts';
 import type { RunningGateway } from '../../src/serve/gateway.ts';
 import { startFreshDevGateway, useDevGateway } from '../helpers/gateway.ts';
@@ -225,7 +226,10 @@ describe('under dev/sandbox', () => {
     const { client } = await connect(sandbox);
     const one = await callTool(client, 'read_receipts', { id: profileReceipt.id });
     assert.equal(one.isError, false);
-    assert.deepEqual(one.content.receipt, profileReceipt);
+    // Signed as it is read (issue 23 §2): the same receipt, with a signature of this read.
+    const unsigned = (tree: any): any => ({ ...signedReceiptFields(tree), calls: tree.calls.map(unsigned) });
+    assert.deepEqual(unsigned(one.content.receipt), unsigned(profileReceipt));
+    assert.deepEqual(await verifyReceipt(one.content.receipt, await (await fetch(`${sandbox.url}/.well-known/jwks.json`)).json()), { receipts: 1 });
 
     const newest = await callTool(client, 'read_receipts', { limit: 3 });
     assert.deepEqual(
@@ -233,7 +237,7 @@ describe('under dev/sandbox', () => {
       [...made].reverse(),
     );
     assert.deepEqual(made.map(([, agent]) => agent), ['holon-labs/csv-profile@0.1.0', 'holon-labs/csv-profile@0.1.0', 'acme/table-extract@1.0.0']);
-    assert.deepEqual(newest.content.receipts[2], profileReceipt);
+    assert.deepEqual(unsigned(newest.content.receipts[2]), unsigned(profileReceipt));
 
     // A receipt of another mandate on the same gateway (a REST call under dev/careful).
     const other = await fetch(`${sandbox.url}/v0/calls`, {

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdjustData, AdjustErrors, AdjustResponses, CapabilitiesData, CapabilitiesErrors, CapabilitiesResponses, CreateAccountData, CreateAccountErrors, CreateAccountResponses, CreditData, CreditErrors, CreditResponses, DrawData, DrawErrors, DrawResponses, HealthData, HealthErrors, HealthResponses, LinkAgentData, LinkAgentErrors, LinkAgentResponses, ListReservationsData, ListReservationsErrors, ListReservationsResponses, OpenHoldData, OpenHoldErrors, OpenHoldResponses, ReadBalanceData, ReadBalanceErrors, ReadBalanceResponses, ReadCheckpointData, ReadCheckpointErrors, ReadCheckpointResponses, ReadReservationData, ReadReservationErrors, ReadReservationResponses, ReadSettlementData, ReadSettlementErrors, ReadSettlementResponses, ReadSummaryData, ReadSummaryErrors, ReadSummaryResponses, ReleaseHoldData, ReleaseHoldErrors, ReleaseHoldResponses, ResizeHoldData, ResizeHoldErrors, ResizeHoldResponses, ResolveAccountData, ResolveAccountErrors, ResolveAccountResponses, ReverseData, ReverseErrors, ReverseResponses, SettleData, SettleErrors, SettleResponses } from './types.gen.js';
+import type { AdjustData, AdjustErrors, AdjustResponses, CapabilitiesData, CapabilitiesErrors, CapabilitiesResponses, CreateAccountData, CreateAccountErrors, CreateAccountResponses, CreditData, CreditErrors, CreditResponses, DrawData, DrawErrors, DrawResponses, HealthData, HealthErrors, HealthResponses, LinkAgentData, LinkAgentErrors, LinkAgentResponses, ListReservationsData, ListReservationsErrors, ListReservationsResponses, OpenHoldData, OpenHoldErrors, OpenHoldResponses, ReadBalanceData, ReadBalanceErrors, ReadBalanceResponses, ReadCheckpointData, ReadCheckpointErrors, ReadCheckpointResponses, ReadJwksData, ReadJwksErrors, ReadJwksResponses, ReadReservationData, ReadReservationErrors, ReadReservationResponses, ReadSettlementData, ReadSettlementErrors, ReadSettlementResponses, ReadSummaryData, ReadSummaryErrors, ReadSummaryResponses, ReleaseHoldData, ReleaseHoldErrors, ReleaseHoldResponses, ResizeHoldData, ResizeHoldErrors, ResizeHoldResponses, ResolveAccountData, ResolveAccountErrors, ResolveAccountResponses, ReverseData, ReverseErrors, ReverseResponses, SettleData, SettleErrors, SettleResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -217,6 +217,13 @@ export const linkAgent = <ThrowOnError extends boolean = false>(options: Options
 /**
  * A signed checkpoint of the journal's hash chain (reference binding extension)
  *
- * The reference binding's own door, outside the contract (§14; issue 23 §3): how many journal entries are chained (`size`), the hash of the last (`head`) and when this was signed (`signed_at`), with a compact JWS (EdDSA) over the canonical JSON (RFC 8785) of those three fields. An auditor who keeps it checks later, with `holon audit --checkpoint`, that the journal still extends it. Reads only.
+ * The reference binding's own door, outside the contract (§14; issue 23 §3): how many journal entries are chained (`size`), the hash of the last (`head`) and when this was signed (`signed_at`), with a compact JWS signed by the key of `/.well-known/jwks.json` (the gateway's key when the binding runs in the gateway's process). An auditor who keeps it checks later, with `holon audit --checkpoint`, that the journal still extends it. Reads only.
  */
 export const readCheckpoint = <ThrowOnError extends boolean = false>(options?: Options<ReadCheckpointData, ThrowOnError>) => (options?.client ?? client).get<ReadCheckpointResponses, ReadCheckpointErrors, ThrowOnError>({ url: '/internal/ledger/checkpoint', ...options });
+
+/**
+ * The public keys that verify this binding's checkpoints (reference binding extension)
+ *
+ * The reference binding's own door, outside the contract (§14; issue 23 §3), behind the same gate as its other doors: the Ed25519 keys that verify its checkpoints, as a JSON Web Key Set. Run in a gateway's process, these are the gateway's keys (its `/.well-known/jwks.json`); run alone (`holon clearing serve`), the binding's own, stored sealed under `HOLON_FILE_SECRET` in its database (without it, a key of the process, gone at a restart). A retired key carries `exp`, when it leaves the set.
+ */
+export const readJwks = <ThrowOnError extends boolean = false>(options?: Options<ReadJwksData, ThrowOnError>) => (options?.client ?? client).get<ReadJwksResponses, ReadJwksErrors, ThrowOnError>({ url: '/.well-known/jwks.json', ...options });

@@ -21,7 +21,7 @@ export type Checkpoint = {
      */
     signed_at: string;
     /**
-     * Compact JWS (alg EdDSA, a `kid` of the signer's JWKS) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`.
+     * Compact JWS (alg EdDSA, `typ` `holon-checkpoint+jwt`, a `kid` of `/.well-known/jwks.json`) whose payload is the canonical JSON (RFC 8785) of the claims `{sub: "journal", size, head, signed_at, iss, iat}`: `verifyCheckpoint` of `@holon/client` checks it.
      */
     jws: string;
 };
@@ -30,6 +30,27 @@ export type Checkpoint = {
  * The error vocabulary of clearing-contract §7.2, each code with its meaning (`x-enumDescriptions`) and its HTTP status or statuses (`x-holon-status`). A binding MAY add codes; a caller treats an unknown code as the status alone.
  */
 export type ErrorCode = 'not_permitted' | 'not_offered' | 'no_such_object' | 'no_such_route' | 'invalid_request' | 'insufficient_funds' | 'terms_conflict' | 'already_reversed' | 'not_reversible' | 'closed' | 'internal_error';
+
+/**
+ * A JSON Web Key Set (RFC 7517) of Ed25519 public keys.
+ */
+export type Jwks = {
+    keys: Array<{
+        kty: 'OKP';
+        crv: 'Ed25519';
+        /**
+         * The public key, base64url.
+         */
+        x: string;
+        kid: string;
+        alg: 'EdDSA';
+        use: 'sig';
+        /**
+         * A retired key: when it leaves the set (seconds since the epoch).
+         */
+        exp?: number;
+    }>;
+};
 
 /**
  * Every error response (clearing-contract §7). `error` is a specific human sentence (§7.4).
@@ -1289,3 +1310,36 @@ export type ReadCheckpointResponses = {
 };
 
 export type ReadCheckpointResponse = ReadCheckpointResponses[keyof ReadCheckpointResponses];
+
+export type ReadJwksData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/.well-known/jwks.json';
+};
+
+export type ReadJwksErrors = {
+    /**
+     * `not_permitted`: the caller may not talk to this binding (clearing-contract §3, §7.2).
+     */
+    403: ErrorBody;
+    /**
+     * `invalid_request` (a missing, malformed or contradictory argument, or a request target that is not NUL-free UTF-8), `insufficient_funds` (with `asked`, `available`, `balance`, `reserved`), `terms_conflict` (with `existing`), `already_reversed` (with `reversed_by`), `not_reversible` or `closed` (clearing-contract §7.2, §6.9, §6.11); nothing was changed.
+     */
+    422: ErrorBody;
+    /**
+     * `internal_error`: an unexpected failure inside the binding (clearing-contract §7.2).
+     */
+    500: ErrorBody;
+};
+
+export type ReadJwksError = ReadJwksErrors[keyof ReadJwksErrors];
+
+export type ReadJwksResponses = {
+    /**
+     * The key set.
+     */
+    200: Jwks;
+};
+
+export type ReadJwksResponse = ReadJwksResponses[keyof ReadJwksResponses];

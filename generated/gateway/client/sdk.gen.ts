@@ -32,7 +32,7 @@ export const health = <ThrowOnError extends boolean = false>(options?: Options<H
 /**
  * The gateway's public signing keys (issue 23 §1)
  *
- * The Ed25519 public keys that verify the mandates (`GET /v0/mandates/{issuer}/{name}`, `jws`) and receipts (`GET /v0/receipts/{id}`, `jws` on each receipt) this gateway signs, as a JSON Web Key Set. The active key, then retired keys still listed: a retired key carries `exp` (seconds since the epoch), when it leaves the set. No key needed.
+ * The Ed25519 public keys that verify the mandates (`GET /v0/mandates/{issuer}/{name}`, `jws`), receipts (`jws` on every receipt it answers) and journal checkpoints (`GET /v0/journal/checkpoint`) this gateway signs, as a JSON Web Key Set. The active key, then retired keys still listed: a retired key carries `exp` (seconds since the epoch), when it leaves the set. No key needed.
  */
 export const readJwks = <ThrowOnError extends boolean = false>(options?: Options<ReadJwksData, ThrowOnError>) => (options?.client ?? client).get<ReadJwksResponses, ReadJwksErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -132,7 +132,7 @@ export const decideApproval = <ThrowOnError extends boolean = false>(options: Op
 /**
  * Receipt trees (gateway §4, §5)
  *
- * Root receipts (those without a parent), newest first, each as a tree through `children`, one page at a time: `limit` trees (default 50, at most 500), then `next_cursor` to pass as `cursor` for the next page (null on the last). Pages are read from the database, never all in memory; a receipt written while paging appears on the first page of a new listing, never twice in one.
+ * Root receipts (those without a parent), newest first, each as a tree through `children`, one page at a time: `limit` trees (default 50, at most 500), then `next_cursor` to pass as `cursor` for the next page (null on the last). Pages are read from the database, never all in memory; a receipt written while paging appears on the first page of a new listing, never twice in one. Every receipt carries its `jws`, as `GET /v0/receipts/{id}` signs it (issue 23 §2), so each tree verifies with `verifyReceipt`.
  */
 export const listReceipts = <ThrowOnError extends boolean = false>(options?: Options<ListReceiptsData, ThrowOnError>) => (options?.client ?? client).get<ListReceiptsResponses, ListReceiptsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -380,7 +380,7 @@ export const adminYankAgent = <ThrowOnError extends boolean = false>(options: Op
 /**
  * A signed checkpoint of the journal (issue 23 §3)
  *
- * Admin key. The binding's checkpoint of its journal's hash chain (`GET /internal/ledger/checkpoint` of the clearing seam): how many entries are chained (`size`), the hash of the last (`head`), when it was signed, and a compact JWS (EdDSA) over the canonical JSON of those three. Keep it: `holon audit --checkpoint FILE --jwks FILE` later checks that the journal still extends it.
+ * Admin key. The binding's checkpoint of its journal's hash chain (`GET /internal/ledger/checkpoint` of the clearing seam): how many entries are chained (`size`), the hash of the last (`head`), when the binding read it (`signed_at`), and a compact JWS signed by this gateway's key (listed at `/.well-known/jwks.json`, like its mandates and receipts). Keep it: `holon audit --checkpoint FILE --jwks URL|FILE` later checks its signature and that the journal still extends it.
  */
 export const readJournalCheckpoint = <ThrowOnError extends boolean = false>(options?: Options<ReadJournalCheckpointData, ThrowOnError>) => (options?.client ?? client).get<ReadJournalCheckpointResponses, ReadJournalCheckpointErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -478,9 +478,12 @@ export type Receipt = {
  */
 export type ReceiptTree = Receipt & {
     calls: Array<ReceiptTree>;
-    jws?: SignedDocument;
     /**
-     * `GET /v0/receipts/{id}`, a receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`.
+     * The receipt signed by the gateway (issue 23 §2), on every receipt it answers: calls, receipt reads and lists, approvals.
+     */
+    jws: SignedDocument;
+    /**
+     * A receipt with a `sub_mandate`: the signed sub-mandate derived for its run (gateway §3), to check against its parent with `holon verify mandate --parent`.
      */
     sub_mandate_jws?: SignedDocument;
 };
@@ -672,7 +675,7 @@ export type MandateRecord = {
 };
 
 /**
- * `GET /v0/mandates/{issuer}/{name}` and `GET /v0/receipts/{id}`: the document signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`.
+ * A mandate (`GET /v0/mandates/{issuer}/{name}`) or a receipt (every receipt the gateway answers) signed by the gateway (issue 23), a compact JWS (EdDSA, Ed25519, `kid` and `typ` in its header: `holon-mandate+jwt` or `holon-receipt+jwt`) over the RFC 8785 canonical JSON of its claims: `iss` (the gateway's public URL), `iat` (when signed), `sub` (the document's id), `mandate` or `receipt` (the JSON beside it, which must equal it), `exp` for a mandate with `expires_at`, and for a receipt `children`: each child's id and the SHA-256 (base64url) of its `jws`. Verify with the keys of `/.well-known/jwks.json`, `holon verify`, or `verifyReceipt` of `@holon/client`.
  */
 export type SignedDocument = string;
 
@@ -802,7 +805,7 @@ export type YankRequest = {
 };
 
 /**
- * A signed point of the journal's hash chain (issue 23 §3), as the clearing binding signed it.
+ * A signed point of the journal's hash chain (issue 23 §3), signed by this gateway's key.
  */
 export type JournalCheckpoint = {
     /**
@@ -818,7 +821,7 @@ export type JournalCheckpoint = {
      */
     signed_at: string;
     /**
-     * Compact JWS (alg EdDSA) whose payload is the canonical JSON (RFC 8785) of `{size, head, signed_at}`.
+     * Compact JWS (alg EdDSA, `typ` `holon-checkpoint+jwt`, a `kid` of `/.well-known/jwks.json`) whose payload is the canonical JSON (RFC 8785) of the claims `{sub: "journal", size, head, signed_at, iss, iat}`: `verifyCheckpoint` of `@holon/client` checks it.
      */
     jws: string;
 };
