@@ -49,7 +49,7 @@ export interface RunningClearing {
 /** Starts the binding; resolves once it is listening. Throws when the database cannot be opened. */
 export async function startClearingServer(options: ClearingServerOptions): Promise<RunningClearing> {
   const logger = options.logger ?? requestLogger({ level: 'warn' });
-  await startTracing();
+  startTracing();
   collectProcessMetrics();
   const database = await openDatabase(options.target);
   const ledger = openLedger(database.knex, options.writes);

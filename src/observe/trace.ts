@@ -8,7 +8,11 @@
  * outcome, cost.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
-import type { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 
 export { SpanKind };
 
@@ -19,33 +23,18 @@ export function tracingOn(): boolean {
   return provider !== null;
 }
 
-/** The registration under way or done (the SDK loading), so two starts in one process register one provider. */
-let registering: Promise<void> | null = null;
-
 /**
  * Registers the tracer provider once per process when the environment names an OTLP endpoint
  * (`OTEL_SERVICE_NAME` names the service, default `holon`); does nothing otherwise or when
- * already registered. The exporter reads the OTEL_EXPORTER_OTLP_* settings itself. The SDK is
- * loaded only then: with tracing off a start does not pay for loading it (about 0.2 s of CPU,
- * issue 21 §4).
+ * already registered. The exporter reads the OTEL_EXPORTER_OTLP_* settings itself.
  */
-export function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  if (!(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)) return registering ?? Promise.resolve();
-  registering ??= (async () => {
-    const [{ W3CTraceContextPropagator }, { OTLPTraceExporter }, { resourceFromAttributes }, sdk, { ATTR_SERVICE_NAME }] = await Promise.all([
-      import('@opentelemetry/core'),
-      import('@opentelemetry/exporter-trace-otlp-http'),
-      import('@opentelemetry/resources'),
-      import('@opentelemetry/sdk-trace-node'),
-      import('@opentelemetry/semantic-conventions'),
-    ]);
-    provider = new sdk.NodeTracerProvider({
-      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME || 'holon' }),
-      spanProcessors: [new sdk.BatchSpanProcessor(new OTLPTraceExporter())],
-    });
-    provider.register({ propagator: new W3CTraceContextPropagator() });
-  })();
-  return registering;
+export function startTracing(env: NodeJS.ProcessEnv = process.env): void {
+  if (provider || !(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)) return;
+  provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME || 'holon' }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+  });
+  provider.register({ propagator: new W3CTraceContextPropagator() });
 }
 
 /** Exports the spans ended so far (tests, and a gateway closing); resolves at once when tracing is off. */

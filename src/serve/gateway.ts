@@ -247,7 +247,7 @@ export async function startGateway(options: GatewayServerOptions, plugins: reado
 
 async function start(options: GatewayServerOptions, plugins: readonly GatewayPlugin[], closers: Array<() => Promise<unknown>>, closeAll: () => Promise<void>): Promise<RunningGateway> {
   const logger = options.logger ?? requestLogger({ level: process.env.HOLON_LOG_LEVEL ?? 'warn' });
-  await startTracing();
+  startTracing();
   collectProcessMetrics();
   // Spans still buffered go out when the gateway closes (the provider lives as long as the process).
   closers.push(flushTraces);
