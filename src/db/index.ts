@@ -13,6 +13,7 @@ import lockfile from 'proper-lockfile';
 import { migrationSource } from '../../migrations/index.ts';
 import { traceTransactions } from './raw-sql.ts';
 import { connectThroughPrimary, parseHosts, PrimaryConnector } from './primary.ts';
+import { drawIdentity, seedFromTemplate, TEMPLATE_ROOT } from './template.ts';
 
 const { knex } = knexPkg;
 
@@ -140,8 +141,12 @@ async function migrateExclusively(db: Knex, wait_s: number): Promise<void> {
  * On Postgres `poolMax` (default 10) is at least 2: migrating holds one connection for its lock
  * (`migrateExclusively`) while knex migrates on another; a smaller one throws. `migrationWaitS`
  * bounds the wait for another process's migrations (default {@link MIGRATION_WAIT_S}).
+ * A new (empty) PGlite directory starts as a copy of the migrated template of `template` (default
+ * {@link TEMPLATE_ROOT}, built by `npm run build`; null: none) when one is usable, and then runs
+ * only the migrations newer than it (`template.ts`); a PGlite store without a gateway identity
+ * draws one.
  */
-export async function openDatabase(target: DatabaseTarget, options: { poolMax?: number; migrationWaitS?: number } = {}): Promise<Database> {
+export async function openDatabase(target: DatabaseTarget, options: { poolMax?: number; migrationWaitS?: number; template?: string | null } = {}): Promise<Database> {
   if ('url' in target && options.poolMax !== undefined && options.poolMax < 2) throw new Error(`poolMax is ${options.poolMax}: a Postgres pool needs at least 2 connections (one holds the migration lock)`);
   let release: (() => Promise<void>) | null = null;
   let db: Knex;
@@ -179,12 +184,18 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
       } catch (error) {
         throw new Error(`the database directory ${dir} is already being used by another process (${(error as Error).message}): stop that process, or pass --db with another directory`);
       }
+      // Under the lock: a directory another process is creating is never copied over.
+      if (options.template !== null) await seedFromTemplate(dir, options.template ?? TEMPLATE_ROOT);
       connection = { filename: dir };
     }
     db = knex({ client: ClientPgLite as unknown as typeof knex.Client, dialect: 'postgres', connection });
   }
   try {
-    await ('url' in target ? migrateExclusively(db, options.migrationWaitS ?? MIGRATION_WAIT_S) : db.migrate.latest({ migrationSource }));
+    if ('url' in target) await migrateExclusively(db, options.migrationWaitS ?? MIGRATION_WAIT_S);
+    else {
+      await db.migrate.latest({ migrationSource });
+      await drawIdentity(db);
+    }
   } catch (error) {
     await db.destroy();
     await releaseLock(release);

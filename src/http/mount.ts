@@ -68,24 +68,34 @@ export interface OperationChecks {
   body(value: unknown): void;
 }
 
-/** Checks already compiled, per operation table (compiling a document's schemas is start-up work, done once). */
+/** Checks already made, per operation table (shared by each app mounting it and the in-process clearing port). */
 const compiledChecks = new WeakMap<readonly MountableOperation[], Map<string, OperationChecks>>();
 
 /**
  * The checks of every operation of `table` by operation id: path and query against the
- * document's schemas with type coercion (they arrive as text), the body strictly. Compiled on
- * the first use of a table and shared by every later one (each app mounting it, the in-process
- * clearing port).
+ * document's schemas with type coercion (they arrive as text), the body strictly. Each check
+ * compiles its schema on its first use, not at start-up (issue 21 §4: compiling every schema of
+ * both documents cost about 0.3 s of CPU at each start, for operations a process may never
+ * serve); the document is ours, checked by `npm run lint:openapi`, and every operation is
+ * exercised by the tests. Made on the first use of a table and shared by every later one.
  */
 export function operationChecks(table: readonly MountableOperation[], schemaDocument: object): Map<string, OperationChecks> {
   const known = compiledChecks.get(table);
   if (known) return known;
-  const strict = newAjv(false, schemaDocument);
-  const coercing = newAjv(true, schemaDocument);
-  const compile = (ajv: Ajv2020, schema: Record<string, unknown> | null) => (schema ? ajv.compile(anchored(schema)) : null);
+  let ajvs: { strict: Ajv2020; coercing: Ajv2020 } | null = null;
+  const lazily = (coerce: boolean, schema: Record<string, unknown> | null, where: string) => {
+    let check: ((value: unknown) => void) | null = null;
+    return (value: unknown) => {
+      if (!check) {
+        ajvs ??= { strict: newAjv(false, schemaDocument), coercing: newAjv(true, schemaDocument) };
+        check = validator(schema ? (coerce ? ajvs.coercing : ajvs.strict).compile(anchored(schema)) : null, where);
+      }
+      check(value);
+    };
+  };
   const checks = new Map<string, OperationChecks>();
   for (const op of table) {
-    checks.set(op.operationId, { params: validator(compile(coercing, op.params), 'path'), query: validator(compile(coercing, op.query), 'query'), body: validator(compile(strict, op.body), 'body') });
+    checks.set(op.operationId, { params: lazily(true, op.params, 'path'), query: lazily(true, op.query, 'query'), body: lazily(false, op.body, 'body') });
   }
   compiledChecks.set(table, checks);
   return checks;

@@ -13,10 +13,10 @@
  * Money is integer micro-units; `micros('0.10')` and `money(100_000)` convert at the edges.
  */
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { constants, rmSync } from 'node:fs';
-import { access, cp, mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { access, cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -28,7 +28,7 @@ import type TestAgent from 'supertest/lib/agent.js';
 import { startClearingServer, type RunningClearing } from '../../src/clearing/server.ts';
 import type { MutualTls } from '../../src/clearing/tls.ts';
 import { formatMoney, parseMoney, type Micros } from '../../src/contracts/money.ts';
-import { openDatabase } from '../../src/db/index.ts';
+import { refreshTemplate } from '../../src/db/template-build.ts';
 import { HttpClearingPort, type ClearingPort, type ClearingTimeouts } from '../../src/gateway/clearing.ts';
 import type { OutboxSettings } from '../../src/gateway/outbox.ts';
 import { budgetOf, budgetView, storeMandate } from '../../src/gateway/mandates.ts';
@@ -132,28 +132,13 @@ async function scratchRoot(): Promise<string> {
   }
 }
 
-/** A migrated, empty PGlite directory for the current migrations, built once and reused across test files. */
+/**
+ * A migrated, empty PGlite directory for the current migrations and PGlite, built once and reused
+ * across test files and test processes: the product's template (`src/db/template-build.ts`), kept
+ * in the scratch directory rather than `dist/`, so copies cost nothing on `/dev/shm`.
+ */
 async function templateDir(): Promise<string> {
-  const hash = createHash('sha256');
-  const migrations = path.join(ROOT, 'migrations');
-  for (const file of (await readdir(migrations)).sort()) hash.update(file).update(await readFile(path.join(migrations, file)));
-  hash.update(await readFile(path.join(ROOT, 'node_modules', '@electric-sql', 'pglite', 'package.json')));
-  const dir = path.join(await scratchRoot(), `holon-test-pglite-${hash.digest('hex').slice(0, 16)}`);
-  try {
-    await access(dir);
-    return dir;
-  } catch {
-    // Built below, under a private name, then renamed: a directory that exists is complete.
-  }
-  const building = `${dir}.build-${process.pid}-${randomUUID().slice(0, 8)}`;
-  const database = await openDatabase({ dir: building });
-  await database.close();
-  try {
-    await rename(building, dir);
-  } catch {
-    await rm(building, { recursive: true, force: true });
-  }
-  return dir;
+  return path.join(await refreshTemplate(path.join(await scratchRoot(), 'holon-test-pglite')), 'data');
 }
 
 /** The data directories this test process made; removed when it exits, whatever closed or not (each is ~80 MB on PGlite, in memory). */

@@ -1,11 +1,13 @@
 /**
  * Operating the hosted gateway (gateway §7 "Operating"): structured request logs that never
- * carry a key or an input, and the Dockerfile: every path it copies exists (the docs pages included), every package the
- * copied code imports is installed by its `npm ci --omit=dev`, and its command, run from exactly
+ * carry a key or an input, and the Dockerfile: every path it copies exists (the docs pages included), the image runs
+ * the compiled command line (issue 21 §4: no TypeScript loader), every package that build and the
+ * agents host import is installed by its `npm ci --omit=dev`, and its command, run from exactly
  * the files it copies with its environment, starts the hosted gateway and the shipped agents (a
- * `docker build` is not run here: the machines running the suite have no Docker daemon).
+ * `docker build` is not run here: the machines running the suite have no Docker daemon; its build
+ * stage is played in a temporary directory instead, its install steps by this checkout's node_modules).
  */
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -57,10 +59,33 @@ function dockerInstructions(text: string): Array<[string, string]> {
     });
 }
 
-/** A COPY's sources and destination (flags such as `--chown` skipped; the JSON form too). */
-function copyArguments(args: string): { sources: string[]; destination: string } {
+/** The Dockerfile's stages in order: each one's name (`FROM … AS name`, else null) and instructions after its FROM. */
+function dockerStages(instructions: Array<[string, string]>): Array<{ name: string | null; instructions: Array<[string, string]> }> {
+  const stages: Array<{ name: string | null; instructions: Array<[string, string]> }> = [];
+  for (const [keyword, args] of instructions) {
+    if (keyword === 'FROM') stages.push({ name: /\sAS\s+(\S+)$/i.exec(args)?.[1] ?? null, instructions: [] });
+    else stages.at(-1)!.instructions.push([keyword, args]);
+  }
+  return stages;
+}
+
+/** A COPY's sources and destination, and the stage it copies from (`--from=`; null: the build context); other flags such as `--chown` skipped, the JSON form too. */
+function copyArguments(args: string): { sources: string[]; destination: string; from: string | null } {
+  const from = /(?:^|\s)--from=(\S+)/.exec(args)?.[1] ?? null;
   const words = args.trim().startsWith('[') ? (JSON.parse(args) as string[]) : args.split(/\s+/).filter((word) => !word.startsWith('--'));
-  return { sources: words.slice(0, -1), destination: words.at(-1)! };
+  return { sources: words.slice(0, -1), destination: words.at(-1)!, from };
+}
+
+/** Places each COPY of `copies` under `dir` (the stage's WORKDIR), its sources taken from `context`, or from `stages` (a stage's directory by name) for a `--from`. */
+async function placeCopies(dir: string, copies: ReturnType<typeof copyArguments>[], context: string, stages: Record<string, string> = {}): Promise<void> {
+  for (const { sources, destination, from } of copies) {
+    for (const source of sources) {
+      // A source of another stage is an absolute path in it: under its WORKDIR, /app.
+      const origin = from === null ? path.join(context, source) : path.join(stages[from], path.relative(WORKDIR, source));
+      const target = destination.endsWith('/') || destination === '.' ? path.join(dir, destination, path.basename(source)) : path.join(dir, destination);
+      await cp(origin, target, { recursive: true });
+    }
+  }
 }
 
 /**
@@ -95,84 +120,100 @@ function importedPackages(entries: readonly string[]): Set<string> {
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-describe('the Dockerfile (gateway §7 "Operating")', () => {
-  const instructions = dockerInstructions(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'));
-  const copies = instructions.filter(([keyword]) => keyword === 'COPY').map(([, args]) => copyArguments(args));
-  const env = Object.fromEntries(instructions.filter(([keyword]) => keyword === 'ENV').map(([, args]) => args.split('=', 2) as [string, string]));
-  const cmd = JSON.parse(instructions.find(([keyword]) => keyword === 'CMD')![1]) as string[];
+/** Every stage's WORKDIR in the Dockerfile (checked below). */
+const WORKDIR = '/app';
 
-  test('every path it copies exists; production mode; the command is holon serve --hosted', () => {
-    assert.ok(copies.length > 0);
-    for (const { sources } of copies) for (const source of sources) assert.ok(existsSync(path.join(ROOT, source)), `COPY ${source}: no such path`);
-    assert.equal(env.NODE_ENV, 'production');
-    assert.deepEqual(cmd, ['node', 'src/bin.mjs', 'serve', '--hosted']);
+describe('the Dockerfile (gateway §7 "Operating")', () => {
+  const stages = dockerStages(dockerInstructions(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')));
+  const image = stages.at(-1)!.instructions;
+  const build = stages.find((stage) => stage.name === 'build')!;
+  const copiesOf = (instructions: Array<[string, string]>) => instructions.filter(([keyword]) => keyword === 'COPY').map(([, args]) => copyArguments(args));
+  const copies = copiesOf(image);
+  const env = Object.fromEntries(image.filter(([keyword]) => keyword === 'ENV').map(([, args]) => args.split('=', 2) as [string, string]));
+  const cmd = JSON.parse(image.find(([keyword]) => keyword === 'CMD')![1]) as string[];
+  /** The image's /app, played here: the build stage's directory (its COPYs, this checkout's node_modules, its RUNs but the installs), then the image's COPYs. */
+  let app = '';
+  let built = '';
+
+  before(async () => {
+    built = await mkdtemp(path.join(tmpdir(), 'holon-image-build-'));
+    await placeCopies(built, copiesOf(build.instructions), ROOT);
+    await symlink(path.join(ROOT, 'node_modules'), path.join(built, 'node_modules'), 'dir');
+    for (const [keyword, args] of build.instructions) {
+      if (keyword !== 'RUN' || /^(npm ci|apt-get)\b/.test(args)) continue;
+      const ran = spawnSync('sh', ['-c', args], { cwd: built, encoding: 'utf8', timeout: 120_000 });
+      assert.equal(ran.status, 0, `RUN ${args}: ${ran.stderr}`);
+    }
+    app = await mkdtemp(path.join(tmpdir(), 'holon-image-'));
+    await placeCopies(app, copies, ROOT, { build: built });
+    await symlink(path.join(ROOT, 'node_modules'), path.join(app, 'node_modules'), 'dir');
+  });
+  after(async () => {
+    for (const dir of [app, built]) if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  test('every package its command and the agents host import is a production dependency (the image installs with --omit=dev)', () => {
+  test('every path it copies exists; a build stage; production mode; the command runs the compiled holon serve --hosted', () => {
+    assert.ok(copies.length > 0 && build !== undefined);
+    for (const stage of stages) assert.deepEqual(stage.instructions.filter(([keyword]) => keyword === 'WORKDIR'), [['WORKDIR', WORKDIR]]);
+    for (const { sources, from } of [...copies, ...copiesOf(build.instructions)]) {
+      for (const source of sources) assert.ok(existsSync(from === null ? path.join(ROOT, source) : path.join(built, path.relative(WORKDIR, source))), `COPY ${source}: no such path`);
+    }
+    assert.equal(env.NODE_ENV, 'production');
+    assert.deepEqual(cmd, ['node', 'dist/holon.js', 'serve', '--hosted']);
+  });
+
+  test('every package its command and the agents host import is a production dependency (the image installs with --omit=dev); no TypeScript loader', () => {
     const dependencies = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).dependencies as Record<string, string>;
-    assert.ok(instructions.some(([keyword, args]) => keyword === 'RUN' && /npm ci --omit=dev/.test(args)));
-    const packages = importedPackages([path.join(ROOT, cmd[1]), path.join(ROOT, 'agents', 'host.mjs')]);
-    assert.ok(packages.has('tsx') && packages.has('koa'), [...packages].join(', '));
+    assert.ok(image.some(([keyword, args]) => keyword === 'RUN' && /npm ci --omit=dev/.test(args)));
+    const packages = importedPackages([path.join(app, cmd[1]), path.join(app, 'agents', 'host.mjs')]);
+    assert.ok(packages.has('koa') && !packages.has('tsx'), [...packages].join(', '));
     for (const name of packages) assert.ok(name in dependencies, `the gateway imports ${name}, which is not in dependencies`);
   });
 
   test('its command, run from exactly the files it copies with its environment, starts the gateway and the shipped agents', async () => {
-    // The image's /app: each COPY placed at its destination; node_modules is what `npm ci` installs there.
-    const app = await mkdtemp(path.join(tmpdir(), 'holon-image-'));
+    const store = await freshStore();
+    const PORTS = { gateway: await closedPort(), agents: await closedPort() };
+    // Production needs PostgreSQL: on a PGlite run the command is checked to refuse without it, then started in development mode.
+    const production = store.database_url !== undefined;
+    const settings = {
+      HOLON_PUBLIC_URL: 'https://holon.example',
+      HOLON_FILE_SECRET: 'f'.repeat(32),
+      HOLON_ADMIN_KEY: 'a'.repeat(32),
+      HOLON_TRUST_PROXY: '1',
+      HOLON_SITE_URL: 'https://site.example',
+    };
+    const base = { PATH: process.env.PATH, ...env, HOST: '127.0.0.1', PORT: String(PORTS.gateway), HOLON_AGENTS_PORT: String(PORTS.agents), HOLON_LOG_LEVEL: 'warn' };
+    const refused = spawnSync(cmd[0], cmd.slice(1), { cwd: app, env: { ...base, ...settings }, encoding: 'utf8', timeout: 120_000 });
+    assert.equal(refused.status, 1, refused.stderr);
+    assert.match(refused.stderr, /DATABASE_URL is required in production/);
+    const child = spawn(cmd[0], cmd.slice(1), {
+      cwd: app,
+      env: { ...base, ...settings, ...(production ? { DATABASE_URL: store.database_url } : { NODE_ENV: 'development' }) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
-      for (const { sources, destination } of copies) {
-        for (const source of sources) {
-          const target = destination.endsWith('/') || destination === '.' ? path.join(app, destination, path.basename(source)) : path.join(app, destination);
-          await cp(path.join(ROOT, source), target, { recursive: true });
-        }
-      }
-      await symlink(path.join(ROOT, 'node_modules'), path.join(app, 'node_modules'), 'dir');
-      const store = await freshStore();
-      const PORTS = { gateway: await closedPort(), agents: await closedPort() };
-      // Production needs PostgreSQL: on a PGlite run the command is checked to refuse without it, then started in development mode.
-      const production = store.database_url !== undefined;
-      const settings = {
-        HOLON_PUBLIC_URL: 'https://holon.example',
-        HOLON_FILE_SECRET: 'f'.repeat(32),
-        HOLON_ADMIN_KEY: 'a'.repeat(32),
-        HOLON_TRUST_PROXY: '1',
-        HOLON_SITE_URL: 'https://site.example',
-      };
-      const base = { PATH: process.env.PATH, ...env, HOST: '127.0.0.1', PORT: String(PORTS.gateway), HOLON_AGENTS_PORT: String(PORTS.agents), HOLON_LOG_LEVEL: 'warn' };
-      const refused = spawnSync(cmd[0], cmd.slice(1), { cwd: app, env: { ...base, ...settings }, encoding: 'utf8', timeout: 120_000 });
-      assert.equal(refused.status, 1, refused.stderr);
-      assert.match(refused.stderr, /DATABASE_URL is required in production/);
-      const child = spawn(cmd[0], cmd.slice(1), {
-        cwd: app,
-        env: { ...base, ...settings, ...(production ? { DATABASE_URL: store.database_url } : { NODE_ENV: 'development' }) },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      let stderr = '';
-      child.stderr!.on('data', (chunk) => (stderr += chunk));
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      try {
-        const url = `http://127.0.0.1:${PORTS.gateway}`;
-        const catalog = await waitFor(async () => {
-          if (child.exitCode !== null) throw new Error(`the command exited ${child.exitCode}: ${stderr}`);
-          const answer = await fetch(`${url}/v0/catalog`).catch(() => null);
-          return answer?.status === 200 ? ((await answer.json()) as { agents: Array<{ id: string }> }) : null;
-          // The image runs the sources through tsx (no dist/) and migrates two fresh stores: a bound, not a speed.
-        }, 240_000);
-        assert.ok(catalog.agents.some((agent) => agent.id === 'holon-labs/csv-profile'), JSON.stringify(catalog));
-        // The shipped MCP agent answers through the agents host the gateway started.
-        const tried = await fetch(`${url}/v0/demo/holon-labs/csv-profile`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ csv: 'a,b\n1,2\n' }) });
-        assert.equal(tried.status, 200, await tried.clone().text());
-        assert.equal(((await tried.json()) as { output: { rows: number } }).output.rows, 1);
-        // The docs pages ship in the image: /docs links them and serves each from the copied docs/.
-        const operators = await fetch(`${url}/docs/operators.md`);
-        assert.equal(operators.status, 200);
-        assert.equal(await operators.text(), readFileSync(path.join(ROOT, 'docs', 'operators.md'), 'utf8'));
-      } finally {
-        child.kill('SIGTERM');
-        await exited;
-      }
+      const url = `http://127.0.0.1:${PORTS.gateway}`;
+      const catalog = await waitFor(async () => {
+        if (child.exitCode !== null) throw new Error(`the command exited ${child.exitCode}: ${stderr}`);
+        const answer = await fetch(`${url}/v0/catalog`).catch(() => null);
+        return answer?.status === 200 ? ((await answer.json()) as { agents: Array<{ id: string }> }) : null;
+        // On PGlite two fresh stores are made (the image has no template: it is built for PostgreSQL): a bound, not a speed.
+      }, 240_000);
+      assert.ok(catalog.agents.some((agent) => agent.id === 'holon-labs/csv-profile'), JSON.stringify(catalog));
+      // The shipped MCP agent answers through the agents host the gateway started.
+      const tried = await fetch(`${url}/v0/demo/holon-labs/csv-profile`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ csv: 'a,b\n1,2\n' }) });
+      assert.equal(tried.status, 200, await tried.clone().text());
+      assert.equal(((await tried.json()) as { output: { rows: number } }).output.rows, 1);
+      // The docs pages ship in the image: /docs links them and serves each from the copied docs/.
+      const operators = await fetch(`${url}/docs/operators.md`);
+      assert.equal(operators.status, 200);
+      assert.equal(await operators.text(), readFileSync(path.join(ROOT, 'docs', 'operators.md'), 'utf8'));
     } finally {
-      await rm(app, { recursive: true, force: true });
+      child.kill('SIGTERM');
+      await exited;
     }
   });
 });
