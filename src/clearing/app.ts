@@ -127,6 +127,6 @@ export function createClearingApp(options: ClearingAppOptions): Koa {
   app.use(options.gate === 'mutual-tls' ? mutualTlsGate(['/healthz']) : loopbackGate(['/healthz']));
   app.use(metricsRoute({ key: null }));
   app.use(servedDocuments(clearingDocument));
-  mountOperations(app, { table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.unready) });
+  mountOperations(app, { server: 'binding', table: operationTable, schemaDocument, handlers: clearingHandlers(ledger, options.operations, options.unready) });
   return app;
 }

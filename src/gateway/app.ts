@@ -53,6 +53,6 @@ export function createGatewayApp(options: GatewayAppOptions): Koa {
   app.use(servedDocuments(gatewayDocument, 'Holon gateway', { '/manifest.schema.json': manifestSchema, '/mandate.schema.json': mandateSchema }));
   for (const middleware of extensions.flatMap((extension) => extension.middleware ?? [])) app.use(middleware);
   const table = extensions.find((extension) => extension.handlers)?.handlers?.(handlers) ?? handlers;
-  mountOperations(app, { table: operationTable, schemaDocument, handlers: table });
+  mountOperations(app, { server: 'gateway', table: operationTable, schemaDocument, handlers: table });
   return app;
 }

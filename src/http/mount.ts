@@ -103,6 +103,8 @@ export function operationChecks(table: readonly MountableOperation[], schemaDocu
 
 /** Options of `mountOperations`. */
 export interface MountOptions {
+  /** What the server is, as its 404 `not_offered` sentence names it: `binding`, `dev gateway`. */
+  server: string;
   table: readonly MountableOperation[];
   /** The generated `schemaDocument` the table's `$ref`s point into. */
   schemaDocument: object;
@@ -128,7 +130,7 @@ export function mountOperations(app: Koa, options: MountOptions): void {
     const handler = options.handlers[op.operationId];
     const check = checks.get(op.operationId)!;
     router[op.method](op.koaPath, async (ctx) => {
-      if (!handler) throw new HttpError(404, 'not_offered', `this binding does not offer ${op.operationId}`);
+      if (!handler) throw new HttpError(404, 'not_offered', `this ${options.server} does not offer ${op.operationId}`);
       const params = { ...ctx.params };
       const query = { ...ctx.query };
       check.params(params);

@@ -232,7 +232,7 @@ describe('the dev gateway answers only what gateway.yaml declares', () => {
       await gateClasses(dev, op, null);
       if (hostedOnly) {
         const answer = await send(dev, op.method, samplePath(op), op.body ? { json: {} } : {});
-        assert.deepEqual([answer.status, answer.json?.code], [404, 'not_offered'], op.operationId);
+        assert.deepEqual([answer.status, answer.json?.code, answer.json?.error], [404, 'not_offered', `this gateway does not offer ${op.operationId}`], op.operationId);
       }
     }
   });
