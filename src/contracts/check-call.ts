@@ -111,7 +111,7 @@ export function checkCall(mandate: Mandate, manifest: Manifest, worstCase: Worst
   }
   if (!worstCase.ok) return deny(worstCase.code, worstCase.reason);
   if (worstCase.worst_case_micros > context.remaining_micros) {
-    return deny('over_budget', `worst case ${money(worstCase.worst_case_micros)} exceeds the remaining budget ${money(context.remaining_micros)} of mandate ${mandate.id}`);
+    return deny('over_budget', `worst case ${money(worstCase.worst_case_micros)} exceeds the remaining budget ${money(context.remaining_micros)} of mandate ${mandate.id}; its issuer can grant a larger budget (GET /v0/mandates/{id} shows what is spent and reserved)`);
   }
   const approval = approvalNeeded(mandate, manifest, worstCase.worst_case_micros, money);
   if (approval !== null) {

@@ -61,7 +61,7 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
 
     'search-agents': async ({ query }: OperationRequest<'search-agents'>) => {
       const mandate = query.mandate ? await loadMandate(db, query.mandate) : null;
-      if (query.mandate && !mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
+      if (query.mandate && !mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}: check its id (issuer/name) against the mandates you were given`);
       return { agents: searchAgents(registry, await gateway.measured(), mandate, query) };
     },
 
@@ -123,7 +123,7 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
     },
 
     'list-receipts': async ({ query }: OperationRequest<'list-receipts'>) => {
-      if (query.mandate && !(await loadMandate(db, query.mandate))) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}`);
+      if (query.mandate && !(await loadMandate(db, query.mandate))) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${query.mandate}: check its id (issuer/name) against the mandates you were given`);
       const page = await listReceiptTrees(db, { mandate: query.mandate, limit: query.limit ?? RECEIPT_PAGE.default, cursor: query.cursor });
       return { ...page, receipts: await gateway.signed(page.receipts) };
     },
@@ -136,7 +136,7 @@ export function gatewayHandlers(options: GatewayHandlerDeps, answers: ApprovalAn
 
     'read-mandate': async ({ params }: OperationRequest<'read-mandate'>) => {
       const stored = await loadMandate(db, `${params.issuer}/${params.name}`);
-      if (!stored) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${params.issuer}/${params.name}`);
+      if (!stored) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${params.issuer}/${params.name}: check its id (issuer/name) against the mandates you were given`);
       const figures = await budgetOf(db, stored.id, stored.mandate.budget.total_micros);
       return { mandate: mandateDocument(stored.document), budget: budgetView(stored.mandate.budget.currency, figures), jws: await signMandate(options.signer, stored.document) };
     },

@@ -245,7 +245,7 @@ export class Gateway {
     const derived = options.parent?.sub;
     const loaded = derived?.id === request.mandate ? null : await loadMandate(db, request.mandate);
     const mandate = loaded ?? (derived?.id === request.mandate ? derived : null);
-    if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}`);
+    if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}: check its id (issuer/name) against the mandates you were given`);
     const id = options.receipt ?? (await this.receiptIds.next(this.deps.process_id));
     noteReceipt(id);
     annotate({ 'holon.receipt.id': id });
@@ -576,7 +576,7 @@ export class Gateway {
     call.clock?.mark('reserve');
     if (!reserved) {
       const figures = await budgetOf(db, call.mandate.id, call.mandate.mandate.budget.total_micros);
-      throw new Stop('denied', 403, 'over_budget', `worst case ${formatMoney(worst.worst_case_micros)} ${call.receipt.currency} exceeds the remaining budget ${formatMoney(figures.remaining_micros)} ${call.receipt.currency} of mandate ${call.mandate.id}`);
+      throw new Stop('denied', 403, 'over_budget', `worst case ${formatMoney(worst.worst_case_micros)} ${call.receipt.currency} exceeds the remaining budget ${formatMoney(figures.remaining_micros)} ${call.receipt.currency} of mandate ${call.mandate.id}; its issuer can grant a larger budget (GET /v0/mandates/{id} shows what is spent and reserved)`);
     }
 
     if (holdId) {

@@ -77,7 +77,7 @@ export class Registry {
   missing(ref: string): string {
     const { id, range } = parseAgentRef(ref);
     const versions = this.versionsOf(id);
-    if (versions.length === 0) return `no listed agent matches ${ref}`;
+    if (versions.length === 0) return `no listed agent matches ${ref}: GET /v0/agents lists the agents offered`;
     return `no listed version of ${id} matches ${range}: the versions listed are ${versions.join(', ')}`;
   }
 

@@ -225,7 +225,7 @@ export function hostedHandlers(deps: HostedRouteDeps, defaults: GatewayHandlers)
     'create-key': async ({ body }: OperationRequest<'create-key'>, ctx, principal) => {
       const account = (principal as Extract<Principal, { kind: 'human' }>).account;
       await requireScope(db, principal, body.mandate, 'no_such_mandate', 'mandate', body.mandate);
-      if (!isRootMandateId(body.mandate)) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${body.mandate}`);
+      if (!isRootMandateId(body.mandate)) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${body.mandate}: check its id (issuer/name) against the mandates you were given`);
       const key = await db.transaction(async (trx) => {
         await trx('hosted_accounts').where({ handle: account }).forUpdate().first('handle');
         if ((await liveKeys(trx, account)).length >= MAX_LIVE_KEYS) throw new HttpError(422, 'too_many_keys', `an account holds at most ${MAX_LIVE_KEYS} live keys: revoke one first`);

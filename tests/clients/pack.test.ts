@@ -118,7 +118,7 @@ for (const typescript of TYPESCRIPTS) {
         'succeeded 0.02 EUR',
         'waiting: worst case 1.00 EUR is above the approval threshold 0.05 EUR (worst case 1.00)',
         '{ hours: 1.5 }',
-        '404 no_such_agent no listed agent matches nobody/nothing',
+        '404 no_such_agent no listed agent matches nobody/nothing: GET /v0/agents lists the agents offered',
         '',
       ].join('\n'),
     );

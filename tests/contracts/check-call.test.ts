@@ -93,7 +93,7 @@ describe('checkCall (gateway §1 "Admit"): one rule at a time, in order', () => 
     assert.deepEqual(admit(m, manifest(), { remaining_micros: 2_000_000 }), {
       decision: 'deny',
       code: 'over_budget',
-      reason: 'worst case 3.00 EUR exceeds the remaining budget 2.00 EUR of mandate alice/q4',
+      reason: 'worst case 3.00 EUR exceeds the remaining budget 2.00 EUR of mandate alice/q4; its issuer can grant a larger budget (GET /v0/mandates/{id} shows what is spent and reserved)',
     });
   });
   it('11. approval: listed agents and capabilities, or a worst case above the threshold', () => {

@@ -30,7 +30,7 @@ describe('a derived sub-mandate is not a door', () => {
     const response = await gw.call({ mandate: sub, agent: 'acme/table-extract', input: { text: 'a;b' } });
     assert.equal(response.status, 404);
     assert.equal(response.body.code, 'no_such_mandate');
-    assert.equal(response.body.error, `there is no mandate ${sub}`);
+    assert.equal(response.body.error, `there is no mandate ${sub}: check its id (issuer/name) against the mandates you were given`);
     assert.deepEqual(await gw.balances([mandate.payer, 'acme']), before);
     const budget = (await gw.http.get(`/v0/mandates/${mandate.id}`).expect(200)).body.budget;
     assert.equal(budget.reserved, '0.00');

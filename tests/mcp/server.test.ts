@@ -287,7 +287,7 @@ describe('under dev/sandbox', () => {
     const unknown = await callTool(client, 'call_agent', { agent: 'nobody/nothing', input: {} });
     assert.equal(unknown.isError, true);
     assert.equal(unknown.content.status, 'denied');
-    assert.deepEqual(unknown.content.error, { code: 'no_such_agent', message: 'no listed agent matches nobody/nothing' });
+    assert.deepEqual(unknown.content.error, { code: 'no_such_agent', message: 'no listed agent matches nobody/nothing: GET /v0/agents lists the agents offered' });
     assert.deepEqual(moved(before, await balances(sandbox)), {});
   });
 });
