@@ -158,10 +158,12 @@ export async function readReceipt(db: Knex | Knex.Transaction, id: string): Prom
  * a transaction id, so its commit waits for the standby like a write's, and it answers only once
  * what it read is durable where the next primary will be. An old primary a failover engine
  * restarted for a moment, whose own commits the new primary never saw, cannot answer it (it has
- * no standby left): it blocks there until that node is demoted. Gives up after `timeout_ms`.
+ * no standby left): it blocks there until that node is demoted. Gives up after `timeout_ms`
+ * without cancelling: a cancel is sent on a new connection, which after a failover reaches another
+ * server, where the same backend pid is someone else's query.
  */
 export async function readReceiptDurably(db: Knex, id: string, timeout_ms: number): Promise<Receipt | null> {
-  const rows = (await db.raw('SELECT document, txid_current() AS xid FROM gateway_receipts WHERE id = ?', [id]).timeout(timeout_ms, { cancel: true })).rows;
+  const rows = (await db.raw('SELECT document, txid_current() AS xid FROM gateway_receipts WHERE id = ?', [id]).timeout(timeout_ms)).rows;
   return rows.length > 0 ? documentOf(rows[0]) : null;
 }
 
