@@ -140,6 +140,11 @@ const LOST_ANSWER_RETRY_MS = 250;
 /** SQLSTATE foreign_key_violation. */
 const FOREIGN_KEY_VIOLATION = '23503';
 
+/** The answer of a call whose receipt restart recovery closed before the call could: 502 with that receipt, nothing billed (issue 12 §4). */
+function closedByRecovery(closed: Receipt): CallResult {
+  return { http: 502, receipt: closed, error: closed.error ?? undefined, total_micros: 0 };
+}
+
 /** The state of a call while its steps run. */
 interface Call {
   id: string;
@@ -805,7 +810,7 @@ export class Gateway {
       const stored = await this.readAfterLostAnswer(call.id);
       if (stored === null || stored.status === 'running') throw error;
       const ours = stored.status === call.receipt.status && (stored.error?.code ?? null) === (call.receipt.error?.code ?? null);
-      if (!ours) return { http: 502, receipt: stored, error: stored.error ?? undefined, total_micros: 0 };
+      if (!ours) return closedByRecovery(stored);
       this.deps.logger.warn({ receipt: call.id }, "a call's closing commit went through although its answer was lost");
       return { http, receipt: stored, output: result.output, error: result.error ?? undefined, total_micros };
     }
@@ -814,7 +819,7 @@ export class Gateway {
       claim?.cancel();
       const closed = (await readReceipt(this.deps.db, call.id))!;
       this.deps.logger.error({ receipt: call.id }, 'a call finished after restart recovery closed it: its outcome is not billed');
-      return { http: 502, receipt: closed, error: closed.error ?? undefined, total_micros: 0 };
+      return closedByRecovery(closed);
     }
     if (claim) claim.post(written.claimed, intents.filter((intent) => intent.operation === 'settle').length);
     else if (intents.length > 0) this.deps.outbox.postReceipt(call.id);

@@ -27,11 +27,10 @@ export class ReceiptIds {
   /** Drawn and durable, not yet handed out, in increasing order. */
   private readonly ready: string[] = [];
   private drawing: Promise<void> | null = null;
-
-  constructor(private readonly db: Knex) {}
-
   /** The lease the waiting ids were drawn under. */
   private lease: number | null = null;
+
+  constructor(private readonly db: Knex) {}
 
   /**
    * A new receipt id, never handed out before by any process on this database. `lease`: this
