@@ -23,6 +23,7 @@ import * as sharedProcessState from './019_shared_process_state.ts';
 import * as journalChain from './020_journal_chain.ts';
 import * as signingKeys from './021_signing_keys.ts';
 import * as journalChainCost from './025_journal_chain_cost.ts';
+import * as journalChainBatches from './026_journal_chain_batches.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -51,6 +52,7 @@ const migrations: Record<string, Migration> = {
   '020_journal_chain': journalChain,
   '021_signing_keys': signingKeys,
   '025_journal_chain_cost': journalChainCost,
+  '026_journal_chain_batches': journalChainBatches,
 };
 
 /** knex's `migrationSource` over the table above. */

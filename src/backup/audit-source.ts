@@ -15,7 +15,7 @@ import type { AuditSource } from './audit.ts';
 import { checkBackupIn, jsonColumns, openStores } from './backup.ts';
 
 /** The tables an audit reads; a backup's other rows are skipped. */
-const AUDITED = new Set(['clearing_journal_chain', 'clearing_transactions', 'clearing_postings', 'clearing_accounts', 'clearing_machinery_balances', 'gateway_receipts', 'gateway_identity']);
+const AUDITED = new Set(['clearing_journal_chain', 'clearing_journal_batches', 'clearing_transactions', 'clearing_postings', 'clearing_accounts', 'clearing_machinery_balances', 'gateway_receipts', 'gateway_identity']);
 
 /** Rows inserted into the scratch database per statement: 200. */
 const LOAD_ROWS = 200;

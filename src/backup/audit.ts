@@ -4,22 +4,22 @@
  * rows at a time, so its memory does not grow with the journal. In this order, stopping at the
  * first failure, which names the entry (or account, or receipt) and says why:
  *
- * 1. The hash chain, position by position: the chain has no gap, every chained entry is in the
- *    journal, its postings sum to zero, and its hash is the SHA-256 of the canonical JSON (RFC
- *    8785, the `canonicalize` library) of `{entry, prev}`, as `clearing_chain_append.sql` computes
- *    it. With a checkpoint: the entry at its `size` hashes to its `head` (the checkpoint is a
- *    prefix of this journal).
- * 2. Every entry of the journal is in the chain (none was written without its hash).
+ * 1. The hash chain, position by position (`chain.ts`: migration 020's one-entry links, then the
+ *    batch links of migration 026): the chain has no gap, every chained entry is in the journal,
+ *    its postings sum to zero, its hash (a one-entry link's) or leaf (a batch link's) is what its
+ *    contents give, and each batch link's Merkle root and hash are what its leaves and the link
+ *    before give. With a checkpoint: the link ending at its `size` hashes to its `head` (the
+ *    checkpoint is a prefix of this journal).
+ * 2. Every entry of the journal is in the chain (none was written without its hash), once.
  * 3. Every account's balance, as the binding keeps it, is the sum of its postings.
  * 4. Every billed receipt with an own cost has exactly one settlement (`settle:<gateway>:<receipt>`)
  *    of that amount, and every such settlement a billed receipt (gateway §4, clearing-contract §13).
  */
-import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
 import { parseMoney } from '../contracts/money.ts';
 import type { ChainPoint } from '../signing/checkpoint.ts';
 import { cursorRows } from './backup.ts';
+import { batchHash, chainHash, entryLeaf, merkleRoot } from './chain.ts';
 
 /** Rows fetched from a cursor at once: 500 (an entry row carries its postings). */
 const FETCH_ROWS = 500;
@@ -50,52 +50,121 @@ export interface AuditReport {
   settled_receipts: number;
 }
 
-/** The hash of a chained entry: SHA-256 (hex) of the canonical JSON of `{entry, prev}` (`clearing_chain_append.sql`). */
-export function chainHash(entry: unknown, prev: string | null): string {
-  return createHash('sha256').update(canonicalize({ entry, prev })!, 'utf8').digest('hex');
-}
-
-/** The chain with each position's stored hash and its entry as `clearing_chain_append.sql` builds it (null when the entry is gone), and the sum of its postings. */
-const CHAIN_SQL = `SELECT c.position::text AS position, c.txn_id AS chained, c.hash, t.txn_id, t.door, t.account, t.amount::text AS amount, t.terms,
-    t.reverses, t.hold_id, t.reason, t.actor, t.ref, t.memo, t.simulated,
+/** An entry's columns as both link formats hash it (`t`, null when the entry is gone), and the sum of its postings. */
+const ENTRY_COLUMNS = `t.txn_id, t.door, t.account, t.amount::text AS amount, t.terms, t.reverses, t.hold_id, t.reason, t.actor, t.ref, t.memo, t.simulated,
     (SELECT coalesce(json_agg(json_build_object('account', p.account, 'delta', p.delta::text, 'kind', p.kind) ORDER BY p.id), '[]')
-       FROM clearing_postings p WHERE p.txn_id = c.txn_id) AS postings,
-    (SELECT coalesce(sum(p.delta), 0)::text FROM clearing_postings p WHERE p.txn_id = c.txn_id) AS total
+       FROM clearing_postings p WHERE p.txn_id = t.txn_id) AS postings,
+    (SELECT coalesce(sum(p.delta), 0)::text FROM clearing_postings p WHERE p.txn_id = t.txn_id) AS total`;
+
+/** Migration 020's one-entry links, each with its stored hash and its entry. */
+const LINKS_SQL = `SELECT c.position::text AS position, c.txn_id AS chained, c.hash, ${ENTRY_COLUMNS}
   FROM clearing_journal_chain c LEFT JOIN clearing_transactions t ON t.txn_id = c.txn_id ORDER BY c.position`;
 
-/** Walks the chain (check 1); answers its recomputed point, or the first failure. */
-async function checkChain(trx: Knex.Transaction, checkpoint: ChainPoint | null): Promise<{ point: ChainPoint; failure: AuditFailure | null }> {
-  let prev: string | null = null;
-  let size = 0;
-  for await (const row of cursorRows(trx, CHAIN_SQL, FETCH_ROWS, 'holon_audit_chain')) {
+/** The batch links of migration 026, a row per entry in order: the link's position, size, root and hash, the entry's stored leaf, and the entry. */
+const BATCHES_SQL = `SELECT b.position::text AS position, cardinality(b.entries) AS count, b.root, b.hash, x.n, x.txn_id AS chained, x.leaf, ${ENTRY_COLUMNS}
+  FROM clearing_journal_batches b CROSS JOIN LATERAL unnest(b.entries, b.leaves) WITH ORDINALITY AS x(txn_id, leaf, n)
+  LEFT JOIN clearing_transactions t ON t.txn_id = x.txn_id ORDER BY b.position, x.n`;
+
+/** An entry row of either query without the link's columns: what its hash covers. */
+function entryOf(row: Record<string, any>): Record<string, unknown> {
+  const { txn_id, door, account, amount, terms, reverses, hold_id, reason, actor, ref, memo, simulated, postings } = row;
+  return { txn_id, door, account, amount, terms, reverses, hold_id, reason, actor, ref, memo, simulated, postings };
+}
+
+/** Where the walk of the chain is: entries chained so far and the hash of the last link. */
+interface Walk {
+  size: number;
+  prev: string | null;
+}
+
+/** A failure of the entry `row` (chained as `row.chained`) at `position`. */
+const entryFailure = (row: Record<string, any>, position: number, reason: string): AuditFailure => ({ entry: row.chained, position, reason });
+
+/** What is wrong with a chained entry by itself: gone from the journal, or postings that do not sum to zero; null when neither. */
+function entryFault(row: Record<string, any>, position: number): string | null {
+  if (row.txn_id === null) return `entry ${row.chained} at position ${position} is missing from the journal`;
+  if (row.total !== '0') return `entry ${row.txn_id} at position ${position} does not sum to zero: its postings sum to ${row.total}`;
+  return null;
+}
+
+/** A gap in the positions: the link ending at `position` holds `count` entries, but only `size` came before it. */
+const jump = (size: number, position: number, count: number) =>
+  `the chain jumps from position ${size} to ${position - count + 1}: ${position - count - size} chained entr${position - count - size === 1 ? 'y is' : 'ies are'} gone`;
+
+/** Walks migration 020's one-entry links from the start; answers the failure, if any. */
+async function walkLinks(trx: Knex.Transaction, walk: Walk, checkpoint: ChainPoint | null): Promise<AuditFailure | null> {
+  for await (const row of cursorRows(trx, LINKS_SQL, FETCH_ROWS, 'holon_audit_links')) {
     const position = Number(row.position);
-    const fail = (reason: string) => ({ point: { size, head: prev }, failure: { entry: row.chained as string, position, reason } });
-    if (position !== size + 1) return fail(`the chain jumps from position ${size} to ${position}: ${position - size - 1} chained entr${position - size - 1 === 1 ? 'y is' : 'ies are'} gone`);
-    if (row.txn_id === null) return fail(`entry ${row.chained} at position ${position} is missing from the journal`);
-    if (row.total !== '0') return fail(`entry ${row.txn_id} at position ${position} does not sum to zero: its postings sum to ${row.total}`);
-    const { position: _p, chained: _c, hash: _h, total: _t, ...entry } = row;
-    const hash = chainHash(entry, prev);
-    if (hash !== row.hash) return fail(`entry ${row.txn_id} at position ${position} does not match its hash: the chain holds ${row.hash}, its contents and the entry before give ${hash}`);
-    prev = hash;
-    size = position;
-    if (checkpoint !== null && size === checkpoint.size && hash !== checkpoint.head) {
-      return fail(`the checkpoint is not a prefix of this journal: at its size ${checkpoint.size}, entry ${row.txn_id} hashes to ${hash}, the checkpoint's head is ${checkpoint.head}`);
+    if (position !== walk.size + 1) return entryFailure(row, position, jump(walk.size, position, 1));
+    const fault = entryFault(row, position);
+    if (fault) return entryFailure(row, position, fault);
+    const hash = chainHash(entryOf(row), walk.prev);
+    if (hash !== row.hash) return entryFailure(row, position, `entry ${row.txn_id} at position ${position} does not match its hash: the chain holds ${row.hash}, its contents and the entry before give ${hash}`);
+    walk.prev = hash;
+    walk.size = position;
+    if (checkpoint !== null && walk.size === checkpoint.size && hash !== checkpoint.head) {
+      return entryFailure(row, position, `the checkpoint is not a prefix of this journal: at its size ${checkpoint.size}, the link ending with entry ${row.txn_id} hashes to ${hash}, the checkpoint's head is ${checkpoint.head}`);
     }
   }
-  const point = { size, head: prev };
-  if (checkpoint !== null && checkpoint.size > size) {
-    return { point, failure: { entry: null, position: null, reason: `the checkpoint is not a prefix of this journal: it has ${checkpoint.size} entries, the journal ${size}` } };
+  return null;
+}
+
+/** Walks the batch links of migration 026 after the one-entry links; answers the failure, if any. */
+async function walkBatches(trx: Knex.Transaction, walk: Walk, checkpoint: ChainPoint | null): Promise<AuditFailure | null> {
+  let leaves: string[] = [];
+  for await (const row of cursorRows(trx, BATCHES_SQL, FETCH_ROWS, 'holon_audit_batches')) {
+    const [end, count, n] = [Number(row.position), Number(row.count), Number(row.n)];
+    const position = walk.size + 1;
+    if (n === 1) {
+      if (end !== walk.size + count) return entryFailure(row, position, jump(walk.size, end, count));
+      if (checkpoint !== null && checkpoint.size > walk.size && checkpoint.size < end) {
+        return entryFailure(row, position, `the checkpoint is not a prefix of this journal: its size ${checkpoint.size} falls inside the link of positions ${position} to ${end}`);
+      }
+      leaves = [];
+    }
+    const fault = entryFault(row, position);
+    if (fault) return entryFailure(row, position, fault);
+    const leaf = entryLeaf(entryOf(row));
+    if (leaf !== row.leaf) return entryFailure(row, position, `entry ${row.txn_id} at position ${position} does not match its hash: its link holds ${row.leaf}, its contents give ${leaf}`);
+    leaves.push(leaf);
+    walk.size = position;
+    if (n < count) continue;
+    const root = merkleRoot(leaves);
+    const hash = batchHash(walk.prev, root, end);
+    if (root !== row.root || hash !== row.hash) {
+      return entryFailure(row, position, `the link of positions ${end - count + 1} to ${end} does not match its hash: it holds root ${row.root} and hash ${row.hash}, its entries and the link before give ${root} and ${hash}`);
+    }
+    walk.prev = hash;
+    if (checkpoint !== null && walk.size === checkpoint.size && hash !== checkpoint.head) {
+      return entryFailure(row, position, `the checkpoint is not a prefix of this journal: at its size ${checkpoint.size}, the link ending with entry ${row.txn_id} hashes to ${hash}, the checkpoint's head is ${checkpoint.head}`);
+    }
+  }
+  return null;
+}
+
+/** Walks the chain (check 1), both link formats in order; answers its recomputed point, or the first failure. */
+async function checkChain(trx: Knex.Transaction, checkpoint: ChainPoint | null): Promise<{ point: ChainPoint; failure: AuditFailure | null }> {
+  const walk: Walk = { size: 0, prev: null };
+  const failure = (await walkLinks(trx, walk, checkpoint)) ?? (await walkBatches(trx, walk, checkpoint));
+  const point = { size: walk.size, head: walk.prev };
+  if (failure) return { point, failure };
+  if (checkpoint !== null && checkpoint.size > walk.size) {
+    return { point, failure: { entry: null, position: null, reason: `the checkpoint is not a prefix of this journal: it has ${checkpoint.size} entries, the journal ${walk.size}` } };
   }
   return { point, failure: null };
 }
 
-/** Check 2: the first entry of the journal that is not in the chain. */
+/** Check 2: the first entry of the journal that is in no link, or one that is in two. */
 async function checkUnchained(trx: Knex.Transaction): Promise<AuditFailure | null> {
-  const row = await trx('clearing_transactions as t')
-    .whereNotExists(trx('clearing_journal_chain as c').whereRaw('c.txn_id = t.txn_id').select(trx.raw('1')))
-    .orderBy([{ column: 't.created_at' }, { column: 't.txn_id' }])
-    .first('t.txn_id');
-  return row ? { entry: row.txn_id, position: null, reason: `entry ${row.txn_id} is in the journal but not in the chain: it was written without its hash` } : null;
+  // Anti-joins on equality (hashed, bounded memory), whatever statistics the scratch database of a backup has.
+  const row = (await trx.raw(`SELECT t.txn_id FROM clearing_transactions t
+    WHERE NOT EXISTS (SELECT 1 FROM clearing_journal_chain c WHERE c.txn_id = t.txn_id)
+      AND NOT EXISTS (SELECT 1 FROM clearing_journal_batches b, unnest(b.entries) AS x(txn_id) WHERE x.txn_id = t.txn_id)
+    ORDER BY t.created_at, t.txn_id LIMIT 1`)).rows[0];
+  if (row) return { entry: row.txn_id, position: null, reason: `entry ${row.txn_id} is in the journal but not in the chain: it was written without its hash` };
+  const twice = (await trx.raw(`SELECT txn_id FROM (SELECT txn_id FROM clearing_journal_chain UNION ALL SELECT unnest(entries) FROM clearing_journal_batches) AS chained
+    GROUP BY txn_id HAVING count(*) > 1 ORDER BY txn_id LIMIT 1`)).rows[0];
+  return twice ? { entry: twice.txn_id, position: null, reason: `entry ${twice.txn_id} is chained more than once` } : null;
 }
 
 /** Each account with the balance the binding keeps (a holder's row, or a machinery account's stripes) and the sum of its postings. */

@@ -9,9 +9,11 @@ import { int } from '../db/index.ts';
 import { signCheckpoint, type ChainPoint, type SignedCheckpoint } from '../signing/checkpoint.ts';
 import type { Signer } from '../signing/signer.ts';
 
-/** The chain's current point, read on `db` (a knex or a transaction). */
+/** The chain's current point, read on `db` (a knex or a transaction): its last batch link (migration 026), else its last one-entry link (migration 020). */
 export async function readChainPoint(db: Knex | Knex.Transaction): Promise<ChainPoint> {
-  const row = await db('clearing_journal_chain').orderBy('position', 'desc').first('position', 'hash');
+  const row =
+    (await db('clearing_journal_batches').orderBy('position', 'desc').first('position', 'hash')) ??
+    (await db('clearing_journal_chain').orderBy('position', 'desc').first('position', 'hash'));
   return row ? { size: int(row.position), head: row.hash } : { size: 0, head: null };
 }
 

@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Knex } from 'knex';
-import { audit, chainHash } from '../../src/backup/audit.ts';
+import { audit } from '../../src/backup/audit.ts';
+import { entryLeaf } from '../../src/backup/chain.ts';
 import { runAudit } from '../../src/backup/audit-command.ts';
 import { backup, storesOf } from '../../src/backup/backup.ts';
 import { verifyCheckpoint } from '../../clients/src/verify.ts';
@@ -95,22 +96,31 @@ async function failureAfter(statements: Array<[string, Knex.RawBinding[]?]>, und
   }
 }
 
-const positionOf = async (txn_id: string) => Number((await journal.knex('clearing_journal_chain').where({ txn_id }).first('position')).position);
+/** An entry's position in the chain: its batch link's position less the entries after it in that link. */
+const positionOf = async (txn_id: string) =>
+  Number((await journal.knex.raw('SELECT position - cardinality(entries) + array_position(entries, ?) AS position FROM clearing_journal_batches WHERE entries @> ARRAY[?]', [txn_id, txn_id])).rows[0].position);
 
-test('the untouched books pass: every entry chained in commit order, each hash as the audit recomputes it', async () => {
+/** The batch links in order. */
+const linksOf = (knex: Knex): Promise<Array<{ position: string; entries: string[]; leaves: string[]; hash: string }>> =>
+  knex('clearing_journal_batches').orderBy('position').select('position', 'entries', 'leaves', 'hash');
+
+test('the untouched books pass: every entry chained in commit order, each leaf as the audit recomputes it', async () => {
   const report = await audit(source());
   assert.equal(report.failure, null);
-  const chain = await journal.knex('clearing_journal_chain').orderBy('position').select('position', 'txn_id', 'hash');
+  const links = await linksOf(journal.knex);
+  const chained = links.flatMap((link) => link.entries);
   const entries = Number((await journal.knex('clearing_transactions').count({ n: '*' }).first())!.n);
-  assert.equal(chain.length, entries);
-  assert.deepEqual(chain.map((row) => Number(row.position)), chain.map((_, i) => i + 1));
-  assert.deepEqual(report.chain, { size: entries, head: chain.at(-1)!.hash });
+  assert.equal(chained.length, entries);
+  assert.equal(new Set(chained).size, entries, 'no entry is chained twice');
+  let size = 0;
+  for (const link of links) assert.equal(Number(link.position), (size += link.entries.length), 'a link\'s position counts the entries up to its last');
+  assert.deepEqual(report.chain, { size: entries, head: links.at(-1)!.hash });
   assert.equal(report.settled_receipts, 1);
-  // The first entry's hash, computed here from what it records: SQL and `canonicalize` agree byte for byte.
-  const first = await journal.knex('clearing_transactions').where({ txn_id: chain[0].txn_id }).first();
+  // The first entry's leaf, computed here from what it records: SQL and `canonicalize` agree byte for byte.
+  const first = await journal.knex('clearing_transactions').where({ txn_id: chained[0] }).first();
   const postings = await journal.knex('clearing_postings').where({ txn_id: first.txn_id }).orderBy('id').select('account', 'delta', 'kind');
   const entry = { txn_id: first.txn_id, door: first.door, account: first.account, amount: String(first.amount), terms: first.terms, reverses: first.reverses, hold_id: first.hold_id, reason: first.reason, actor: first.actor, ref: first.ref, memo: first.memo, simulated: first.simulated, postings: postings.map((p) => ({ ...p, delta: String(p.delta) })) };
-  assert.equal(chainHash(entry, null), chain[0].hash);
+  assert.equal(entryLeaf(entry), links[0].leaves[0]);
 });
 
 test('a line amount changed by SQL: the entry no longer sums to zero, and is named', async () => {
@@ -158,16 +168,10 @@ test('an entry deleted with its postings: named as missing from the journal', as
 test('two entries swapped in the chain: the first of them no longer matches its hash', async () => {
   const a = await positionOf(ids.credit);
   const b = await positionOf(ids.settle);
-  const swap: Array<[string, Knex.RawBinding[]]> = [
-    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', ['swapping', a]],
-    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', [ids.credit, b]],
-    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', [ids.settle, a]],
-  ];
-  const back: Array<[string, Knex.RawBinding[]]> = [
-    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', ['swapping', a]],
-    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', [ids.settle, b]],
-    ['UPDATE clearing_journal_chain SET txn_id = ? WHERE position = ?', [ids.credit, a]],
-  ];
+  const rename = (from: string, to: string): [string, Knex.RawBinding[]] => ['UPDATE clearing_journal_batches SET entries = array_replace(entries, ?, ?) WHERE entries @> ARRAY[?]', [from, to, from]];
+  const swap = [rename(ids.credit, 'swapping'), rename(ids.settle, ids.credit), rename('swapping', ids.settle)];
+  const back = [rename(ids.settle, 'swapping'), rename(ids.credit, ids.settle), rename('swapping', ids.credit)];
+  assert.ok(a < b);
   const failure = await failureAfter(swap, back);
   assert.equal(failure?.entry, ids.settle);
   assert.equal(failure?.position, a);
@@ -216,11 +220,12 @@ test('checkpoints: signed by the stored key the JWKS lists; a kept one passes af
 
   const foreign = await verifyCheckpoint((await other.http.get('/internal/ledger/checkpoint').expect(200)).body.jws, await jwksOf(other.http));
   assert.equal(foreign.size, 1);
-  const first = (await journal.knex('clearing_journal_chain').where({ position: 1 }).first()).txn_id;
+  const [first] = await linksOf(journal.knex);
+  assert.deepEqual(first.entries.length, 1, 'each request of this journal committed alone');
   assert.deepEqual((await audit(source(), foreign)).failure, {
-    entry: first,
+    entry: first.entries[0],
     position: 1,
-    reason: `the checkpoint is not a prefix of this journal: at its size 1, entry ${first} hashes to ${(await journal.knex('clearing_journal_chain').where({ position: 1 }).first()).hash}, the checkpoint's head is ${foreign.head}`,
+    reason: `the checkpoint is not a prefix of this journal: at its size 1, the link ending with entry ${first.entries[0]} hashes to ${first.hash}, the checkpoint's head is ${foreign.head}`,
   });
 });
 

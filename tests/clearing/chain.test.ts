@@ -1,41 +1,73 @@
 /**
- * The journal's hash chain written out as text (issue 23 §3, migration 025): for many generated
- * entries, committed as the binding commits them (a few per transaction, chained at commit by
- * the deferred trigger), the hash `clearing_chain_append.sql` stores is byte for byte the hash of
- * migration 020's construction (the entry built as jsonb, then `clearing_canonical`), and
- * `holon audit` (the `canonicalize` library and SHA-256 in JavaScript) recomputes every one.
+ * The journal's hash chain (issue 23 §3), one link per transaction since migration 026: for many
+ * generated entries, committed as the binding commits them (a few per transaction through
+ * `clearing_post_entry`, some written directly, chained at commit by the deferred trigger):
+ * - each entry's leaf is SHA-256 of 0x00 and the text migration 020 hashed for it (the entry built
+ *   as jsonb, then `clearing_canonical`), byte for byte;
+ * - each link holds the entries its transaction wrote through `clearing_post_entry`, in order, and
+ *   an entry written some other way is a link of its own; its root is the Merkle tree hash of RFC
+ *   6962 §2.1 (computed here from the RFC's recursive definition) and its hash SHA-256 of the
+ *   canonical `{prev, root, size}`;
+ * - `holon audit` (the `canonicalize` library and SHA-256 in JavaScript, `src/backup/chain.ts`)
+ *   recomputes every one.
  * Strings carry quotes, backslashes, control characters, U+2028, non-ASCII and astral characters;
  * optional fields are null or not; amounts span the whole bigint range; terms are JSON objects
- * (nested objects and arrays, numbers, strings, booleans, nulls).
+ * (nested objects and arrays, numbers, strings, booleans, nulls). A journal chained one entry per
+ * link before migration 026 goes on in batch links after it, and a checkpoint kept before still
+ * checks.
  *
  * Where `clearing_canonical` and the `canonicalize` library part (since migration 020, and by
  * design: clearing_canonical.sql), the audit is not asked: object keys with characters above
  * U+FFFF (code-point order against RFC 8785's UTF-16 order) and integers beyond 2^53 that lie
  * halfway between two digits strings (PostgreSQL's float8 text and ECMAScript's pick different
  * ones). The binding's terms have fixed ASCII keys and amounts within ±3 × 10^15. For those values
- * the last test checks only that migration 025 writes what migration 020 wrote.
+ * a test checks only that the leaves are migration 020's bytes.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import type { Knex } from 'knex';
+import { migrationSource } from '../../migrations/index.ts';
 import { audit } from '../../src/backup/audit.ts';
+import { batchHash, merkleRoot } from '../../src/backup/chain.ts';
+import { readChainPoint } from '../../src/clearing/checkpoint.ts';
 import { openFreshDatabase } from '../helpers/clearing.ts';
 import { useOpened } from '../helpers/hooks.ts';
 
 const journal = useOpened('a fresh journal', openFreshDatabase, (fresh) => fresh.dispose());
 
-/** Migration 020's hash of every link after `position`: `clearing_canonical` over the entry built as jsonb, and the hash before it. */
-const HASH_020 = `SELECT c.position::text AS position, c.txn_id, c.hash,
-    encode(sha256(convert_to(clearing_canonical(jsonb_build_object('entry', jsonb_build_object('txn_id', t.txn_id, 'door', t.door,
+/** Each entry of the batch links after `position`: its stored leaf and migration 020's text for it hashed as a leaf. */
+const LEAVES_020 = `SELECT x.txn_id, x.leaf,
+    encode(sha256('\\x00'::bytea || convert_to(clearing_canonical(jsonb_build_object('txn_id', t.txn_id, 'door', t.door,
       'account', t.account, 'amount', t.amount::text, 'terms', t.terms, 'reverses', t.reverses, 'hold_id', t.hold_id, 'reason', t.reason,
       'actor', t.actor, 'ref', t.ref, 'memo', t.memo, 'simulated', t.simulated,
       'postings', coalesce((SELECT jsonb_agg(jsonb_build_object('account', p.account, 'delta', p.delta::text, 'kind', p.kind) ORDER BY p.id)
-                              FROM clearing_postings p WHERE p.txn_id = t.txn_id), '[]'::jsonb)), 'prev', before.hash)), 'UTF8')), 'hex') AS hash_020
-  FROM clearing_journal_chain c JOIN clearing_transactions t ON t.txn_id = c.txn_id
-  LEFT JOIN clearing_journal_chain before ON before.position = c.position - 1
-  WHERE c.position > ? ORDER BY c.position`;
+                              FROM clearing_postings p WHERE p.txn_id = t.txn_id), '[]'::jsonb))), 'UTF8')), 'hex') AS leaf_020
+  FROM clearing_journal_batches b CROSS JOIN LATERAL unnest(b.entries, b.leaves) WITH ORDINALITY AS x(txn_id, leaf, n)
+  JOIN clearing_transactions t ON t.txn_id = x.txn_id
+  WHERE b.position > ? ORDER BY b.position, x.n`;
+
+/** A batch link as stored. */
+interface Link {
+  position: string;
+  entries: string[];
+  leaves: string[];
+  root: string;
+  hash: string;
+}
+
+/** The batch links after `position`, in order. */
+const linksAfter = async (knex: Knex, position: number): Promise<Link[]> =>
+  knex('clearing_journal_batches').where('position', '>', position).orderBy('position').select('position', 'entries', 'leaves', 'root', 'hash');
+
+/** RFC 6962 §2.1's Merkle tree hash, as the RFC defines it: the left subtree holds the largest power of two of leaves below n. */
+function rfc6962(leaves: Buffer[]): Buffer {
+  if (leaves.length === 1) return leaves[0];
+  let k = 1;
+  while (k * 2 < leaves.length) k *= 2;
+  return createHash('sha256').update(Buffer.from([1])).update(rfc6962(leaves.slice(0, k))).update(rfc6962(leaves.slice(k))).digest();
+}
 
 /** Characters JSON text escapes or that UTF-8 writes in several bytes, among arbitrary code points (PostgreSQL text holds no NUL). */
 const unit = fc.oneof(
@@ -85,47 +117,92 @@ type Entry = typeof entry extends fc.Arbitrary<infer T> ? T : never;
 /** Entries written so far: makes every generated id unique. */
 let written = 0;
 
-/** Writes `entries` in one transaction, as the binding's group commit does: accounts named by generated text, a reversal's target first. */
-async function commit(knex: Knex, entries: Entry[], names: string[]): Promise<void> {
+/** Writes `entries` in one transaction, as the binding's group commit does (`clearing_post_entry`), or directly when `direct`: accounts named by generated text, a reversal's target first. Answers the ids in the order written. */
+async function commit(knex: Knex, entries: Entry[], names: string[], direct: boolean[]): Promise<string[]> {
+  const order: string[] = [];
   await knex.transaction(async (trx) => {
     const id = (label: string) => `${label}-${++written}-${names[written % names.length]}`;
     const account = id('account');
     await trx.raw(`INSERT INTO clearing_accounts (id, kind) VALUES (?, 'holder')`, [account]);
-    for (const e of entries) {
+    for (const [i, e] of entries.entries()) {
       const txnId = id('txn');
       let reverses: string | null = null;
       if (e.door === 'reverse') {
         reverses = id('reversed');
-        await trx.raw(`INSERT INTO clearing_transactions (txn_id, door, account, amount, terms) VALUES (?, 'credit', ?, 0, '{}')`, [reverses, account]);
+        await trx.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ txn_id: reverses, door: 'credit', account, amount: '0', terms: {}, postings: [] })]);
+        order.push(reverses);
       }
-      await trx.raw(
-        `INSERT INTO clearing_transactions (txn_id, door, account, amount, terms, reverses, hold_id, reason, actor, ref, memo, simulated)
-         VALUES (?, ?, ?, ?::bigint, ?::jsonb, ?, ?, ?, ?, ?, ?, ?)`,
-        [txnId, e.door, account, e.amount.toString(), JSON.stringify(e.terms), reverses, e.hold_id, e.reason, e.actor, e.ref, e.memo, e.simulated],
-      );
       const total = e.postings.reduce((sum, p) => sum + p.delta, 0n);
-      for (const p of [...e.postings, { delta: -total, kind: 'balance' }]) {
-        await trx.raw('INSERT INTO clearing_postings (txn_id, account, delta, kind) VALUES (?, ?, ?::bigint, ?)', [txnId, account, p.delta.toString(), p.kind]);
+      const postings = [...e.postings, { delta: -total, kind: 'balance' }].filter((p) => p.delta !== 0n).map((p) => ({ account, delta: p.delta.toString(), kind: p.kind }));
+      const row = { txn_id: txnId, door: e.door, account, amount: e.amount.toString(), terms: e.terms, reverses, hold_id: e.hold_id, reason: e.reason, actor: e.actor, ref: e.ref, memo: e.memo, simulated: e.simulated };
+      if (direct[i % direct.length]) {
+        await trx('clearing_transactions').insert({ ...row, terms: JSON.stringify(e.terms) });
+        for (const p of postings) await trx('clearing_postings').insert({ txn_id: txnId, ...p });
+      } else {
+        await trx.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ ...row, postings })]);
       }
+      order.push(txnId);
     }
   });
+  return order;
 }
 
-/** Commits transactions of generated entries (`runs` of them), checking each one's links against migration 020's construction. */
+/** The links `commit(entries, direct)` should write: the entries written directly one by one, in the order they fire, then (at the first of them to fire) all those of `clearing_post_entry`. */
+function expectedLinks(order: string[], directIds: Set<string>): string[][] {
+  const links: string[][] = [];
+  const pending = order.filter((id) => !directIds.has(id));
+  for (const id of order) {
+    if (directIds.has(id)) links.push([id]);
+    else if (id === pending[0]) links.push(pending);
+  }
+  return links;
+}
+
+/** Commits transactions of generated entries (`runs` of them), checking each leaf against migration 020's text, and each link's entries, root and hash. */
 async function chainsAs020(knex: Knex, entries: fc.Arbitrary<Entry>, runs: number): Promise<void> {
   await fc.assert(
-    fc.asyncProperty(fc.array(entries, { minLength: 1, maxLength: 4 }), fc.array(text.filter((s) => s !== ''), { minLength: 1, maxLength: 3 }), async (batch, names) => {
-      const [{ size }] = (await knex.raw('SELECT count(*)::int AS size FROM clearing_journal_chain')).rows;
-      await commit(knex, batch, names);
-      const links: Array<{ position: string; txn_id: string; hash: string; hash_020: string }> = (await knex.raw(HASH_020, [size])).rows;
-      assert.equal(links.length, batch.length + batch.filter((e) => e.door === 'reverse').length, 'every entry of the transaction is chained');
-      for (const link of links) assert.equal(link.hash, link.hash_020, `position ${link.position} (${link.txn_id})`);
-    }),
+    fc.asyncProperty(
+      fc.array(entries, { minLength: 1, maxLength: 6 }),
+      fc.array(text.filter((s) => s !== ''), { minLength: 1, maxLength: 3 }),
+      fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }),
+      async (batch, names, direct) => {
+        const before = await readChainPoint(knex);
+        const order = await commit(knex, batch, names, direct);
+        const directIds = new Set(directOf(order, batch, direct));
+        const links = await linksAfter(knex, before.size);
+        assert.deepEqual(links.map((l) => l.entries), expectedLinks(order, directIds));
+        let [size, prev] = [before.size, before.head];
+        for (const link of links) {
+          const root = rfc6962(link.leaves.map((leaf) => Buffer.from(leaf, 'hex'))).toString('hex');
+          assert.equal(link.root, root, `the root of the link ending at ${link.position}`);
+          assert.equal(merkleRoot(link.leaves), root);
+          size += link.entries.length;
+          assert.equal(Number(link.position), size);
+          assert.equal(link.hash, batchHash(prev, root, size));
+          prev = link.hash;
+        }
+        const leaves: Array<{ txn_id: string; leaf: string; leaf_020: string }> = (await knex.raw(LEAVES_020, [before.size])).rows;
+        assert.equal(leaves.length, order.length, 'every entry of the transaction is chained');
+        for (const leaf of leaves) assert.equal(leaf.leaf, leaf.leaf_020, leaf.txn_id);
+      },
+    ),
     { numRuns: runs },
   );
 }
 
-test('every link of generated entries hashes as migration 020 built it, and as holon audit recomputes it', async () => {
+/** The ids of `order` written directly: the generated entries whose flag says so (a reversal's target always goes through `clearing_post_entry`). */
+function directOf(order: string[], batch: Entry[], direct: boolean[]): string[] {
+  const ids: string[] = [];
+  let at = 0;
+  for (const [i, e] of batch.entries()) {
+    if (e.door === 'reverse') at += 1;
+    if (direct[i % direct.length]) ids.push(order[at]);
+    at += 1;
+  }
+  return ids;
+}
+
+test('every leaf of generated entries hashes as migration 020 built the entry; each link as RFC 6962 and holon audit recompute it', async () => {
   const { knex } = journal.db;
   await chainsAs020(knex, entry, 40);
   const report = await audit({ clearing: knex, gateway: null });
@@ -133,28 +210,92 @@ test('every link of generated entries hashes as migration 020 built it, and as h
   assert.ok(report.chain.size >= 40, `${report.chain.size} entries chained`);
 });
 
-test('a hand-written entry with every kind of value: its link is the documented canonical text', async () => {
+test('a batch of 1 to 64 entries: its root is RFC 6962\'s', async () => {
   const { knex } = journal.db;
-  const [{ size }] = (await knex.raw('SELECT count(*)::int AS size FROM clearing_journal_chain')).rows;
-  const prev: string | null = (await knex.raw('SELECT hash FROM clearing_journal_chain WHERE position = ?', [size])).rows[0]?.hash ?? null;
+  await knex.raw(`INSERT INTO clearing_accounts (id, kind) VALUES ('merkle', 'holder') ON CONFLICT DO NOTHING`);
+  for (const n of [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 64]) {
+    const before = await readChainPoint(knex);
+    await knex.transaction(async (trx) => {
+      for (let i = 0; i < n; i++) {
+        await trx.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ txn_id: `merkle-${n}-${i}`, door: 'credit', account: 'merkle', amount: String(i), terms: { i }, postings: [] })]);
+      }
+    });
+    const [link, ...more] = await linksAfter(knex, before.size);
+    assert.equal(more.length, 0);
+    assert.equal(link.entries.length, n);
+    assert.equal(link.root, rfc6962(link.leaves.map((leaf) => Buffer.from(leaf, 'hex'))).toString('hex'), `${n} entries`);
+  }
+  assert.equal((await audit({ clearing: knex, gateway: null })).failure, null);
+});
+
+test('a refused operation of a batch leaves no trace in its link', async () => {
+  const { knex } = journal.db;
+  await knex.raw(`INSERT INTO clearing_accounts (id, kind) VALUES ('refusals', 'holder') ON CONFLICT DO NOTHING`);
+  const op = (txn_id: string, account: string) => ({ op: 'post', lock: [], txn_id, door: 'adjust', account, amount: 1, terms: {}, postings: [{ account, delta: 1, kind: 'a' }, { account: 'refusals', delta: -1, kind: 'b' }] });
+  const before = await readChainPoint(knex);
+  const [{ outcomes }] = (await knex.raw('SELECT clearing_apply(?::jsonb) AS outcomes', [JSON.stringify([op('kept-1', 'refusals'), op('refused', 'no-such-account'), op('kept-2', 'refusals')])])).rows;
+  assert.deepEqual(outcomes.map((o: { applied?: boolean }) => o.applied ?? 'refused'), [true, 'refused', true]);
+  assert.deepEqual((await linksAfter(knex, before.size)).map((l) => l.entries), [['kept-1', 'kept-2']]);
+});
+
+test('a hand-written entry with every kind of value: its leaf is the documented canonical text', async () => {
+  const { knex } = journal.db;
   const [txnId, account] = ['t\\1', 'acct "é"'];
+  const before = await readChainPoint(knex);
   await knex.transaction(async (trx) => {
     await trx.raw(`INSERT INTO clearing_accounts (id, kind) VALUES (?, 'holder')`, [account]);
-    await trx.raw(
-      `INSERT INTO clearing_transactions (txn_id, door, account, amount, terms, memo, simulated) VALUES (?, 'settle', ?, -9223372036854775808, ?::jsonb, ?, true)`,
-      [txnId, account, JSON.stringify({ rate: 1.5e-7, b: [null, true, 'x\n'], a: { z: 1e21, y: 2 ** 53 } }), 'line\u2028😀\u0001'],
-    );
-    await trx.raw(`INSERT INTO clearing_postings (txn_id, account, delta, kind) VALUES (?, ?, 5, 'in'), (?, ?, -5, 'out')`, [txnId, account, txnId, account]);
+    await trx.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({
+      txn_id: txnId, door: 'settle', account, amount: '-9223372036854775808', terms: { rate: 1.5e-7, b: [null, true, 'x\n'], a: { z: 1e21, y: 2 ** 53 } },
+      memo: 'line\u2028😀\u0001', simulated: true, postings: [{ account, delta: '5', kind: 'in' }, { account, delta: '-5', kind: 'out' }],
+    })]);
   });
   const expected =
-    '{"entry":{"account":"acct \\"é\\"","actor":null,"amount":"-9223372036854775808","door":"settle","hold_id":null,"memo":"line\u2028😀\\u0001",' +
+    '{"account":"acct \\"é\\"","actor":null,"amount":"-9223372036854775808","door":"settle","hold_id":null,"memo":"line\u2028😀\\u0001",' +
     '"postings":[{"account":"acct \\"é\\"","delta":"5","kind":"in"},{"account":"acct \\"é\\"","delta":"-5","kind":"out"}],' +
     '"reason":null,"ref":null,"reverses":null,"simulated":true,"terms":{"a":{"y":9007199254740992,"z":1e+21},"b":[null,true,"x\\n"],"rate":1.5e-7},' +
-    `"txn_id":"t\\\\1"},"prev":${prev === null ? 'null' : `"${prev}"`}}`;
-  const [{ hash }] = (await knex.raw('SELECT hash FROM clearing_journal_chain WHERE txn_id = ?', [txnId])).rows;
-  assert.equal(hash, createHash('sha256').update(expected, 'utf8').digest('hex'));
+    '"txn_id":"t\\\\1"}';
+  const [link] = await linksAfter(knex, before.size);
+  const leaf = createHash('sha256').update(Buffer.from([0])).update(expected, 'utf8').digest('hex');
+  assert.deepEqual({ entries: link.entries, leaves: link.leaves, root: link.root }, { entries: [txnId], leaves: [leaf], root: leaf });
+  const canonical = `{"prev":${before.head === null ? 'null' : `"${before.head}"`},"root":"${leaf}","size":${before.size + 1}}`;
+  assert.equal(link.hash, createHash('sha256').update(canonical, 'utf8').digest('hex'));
 });
 
 test('terms the audit does not agree on (astral keys, integers beyond 2^53): still migration 020\'s bytes', async () => {
   await chainsAs020(journal.db.knex, anyEntry, 15);
+});
+
+test('a journal chained one entry per link goes on in batch links after migration 026; a checkpoint kept before still checks', async () => {
+  const { db, dispose } = await openFreshDatabase();
+  try {
+    const knex = db.knex;
+    await knex.migrate.down({ migrationSource });
+    assert.equal(await knex.schema.hasTable('clearing_journal_batches'), false);
+    await knex.raw(`INSERT INTO clearing_accounts (id, kind) VALUES ('upgrade', 'holder')`);
+    const credit = (txn_id: string) => knex.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ txn_id, door: 'credit', account: 'upgrade', amount: '1', terms: {}, postings: [] })]);
+    await knex.transaction(async (trx) => {
+      for (const id of ['old-1', 'old-2']) await trx.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ txn_id: id, door: 'credit', account: 'upgrade', amount: '1', terms: {}, postings: [] })]);
+    });
+    const old = await knex('clearing_journal_chain').orderBy('position').select('position', 'txn_id', 'hash');
+    assert.deepEqual(old.map((l) => [Number(l.position), l.txn_id]), [[1, 'old-1'], [2, 'old-2']]);
+    const kept = { size: 2, head: old[1].hash };
+
+    await knex.migrate.up({ migrationSource });
+    assert.deepEqual(await readChainPoint(knex), kept, 'the checkpoint reads the old tail until a batch link is written');
+    await knex.transaction(async (trx) => {
+      for (const id of ['new-1', 'new-2', 'new-3']) await trx.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ txn_id: id, door: 'credit', account: 'upgrade', amount: '1', terms: {}, postings: [] })]);
+    });
+    await credit('new-4');
+    const links = await linksAfter(knex, 0);
+    assert.deepEqual(links.map((l) => [Number(l.position), l.entries]), [[5, ['new-1', 'new-2', 'new-3']], [6, ['new-4']]]);
+    assert.equal(links[0].hash, batchHash(kept.head, links[0].root, 5), 'the first batch link follows the last one-entry link');
+    assert.equal(await knex('clearing_journal_chain').count({ n: '*' }).first().then((r) => Number(r!.n)), 2, 'no one-entry link is written after the migration');
+    const report = await audit({ clearing: knex, gateway: null }, kept);
+    assert.deepEqual(report, { failure: null, chain: { size: 6, head: links[1].hash }, accounts: report.accounts, settled_receipts: 0 });
+    assert.deepEqual((await audit({ clearing: knex, gateway: null }, { size: 4, head: links[0].hash })).failure, {
+      entry: 'new-1', position: 3, reason: 'the checkpoint is not a prefix of this journal: its size 4 falls inside the link of positions 3 to 5',
+    });
+  } finally {
+    await dispose();
+  }
 });

@@ -2,9 +2,11 @@
 -- stored; answers whether it did. One INSERT … ON CONFLICT (txn_id) DO NOTHING looks the id up and
 -- inserts at once: a concurrent first use of the id waits for the other and finds it stored,
 -- instead of failing with a unique violation and running again (migration 014). The postings'
--- zero-sum check runs at commit (clearing_check_balanced.sql).
+-- zero-sum check runs at commit (clearing_check_balanced.sql). The entry's id joins the
+-- transaction's list of entries to chain at commit, holon.chain_pending (clearing_chain_entry.sql;
+-- since migration 026).
 --
--- Created by migration 014; unchanged since.
+-- Created by migration 014; this text since migration 026.
 CREATE OR REPLACE FUNCTION clearing_post_entry(o jsonb) RETURNS boolean LANGUAGE plpgsql AS $$
    BEGIN
      INSERT INTO clearing_transactions (txn_id, door, account, amount, terms, reverses, hold_id, reason, actor, ref, memo, simulated)
@@ -17,5 +19,7 @@ CREATE OR REPLACE FUNCTION clearing_post_entry(o jsonb) RETURNS boolean LANGUAGE
        FROM jsonb_array_elements(o->'postings') WITH ORDINALITY AS x(p, n)
       WHERE (p->>'delta')::bigint <> 0
       ORDER BY n;
+     PERFORM set_config('holon.chain_pending',
+       coalesce(nullif(current_setting('holon.chain_pending', true), ''), ',') || to_json(o->>'txn_id')::text || ',', true);
      RETURN true;
    END $$;

@@ -1,0 +1,67 @@
+-- Chains the entries a transaction wrote, once for all of them (issue 23 §3: "batches of the group
+-- commit may chain once per batch, a Merkle root over the batch's entries"; since migration 026).
+-- `ids` are the transaction ids in the order written. One row of clearing_journal_batches:
+--
+--   position  the chain's size after this link: the position before it plus the entries it holds
+--             (positions 1, 2, … count entries, so a checkpoint's size is the same whichever link
+--             format chained them);
+--   entries   the transaction ids, in order;
+--   leaves    each entry's leaf hash (hex): SHA-256 of the byte 0x00 and the canonical JSON (RFC
+--             8785) of the entry, as clearing_journal_chain's links held it before (txn_id, door,
+--             account, amount as decimal text, terms, reverses, hold_id, reason, actor, ref, memo,
+--             simulated, postings in the order written with delta as decimal text) — kept so that
+--             `holon audit` names the entry that no longer matches;
+--   root      the Merkle tree hash of the leaves as RFC 6962 §2.1 defines it (an inner node is
+--             SHA-256 of the byte 0x01 and its two children; computed level by level, pairing
+--             neighbours and carrying an odd last node up, which is the same tree);
+--   hash      SHA-256 (hex) of the canonical JSON of {prev, root, size}: prev is the hash at the
+--             chain's tail before (this table's last row, else migration 020's last link, else null).
+--
+-- The entry's canonical text is written out for its fixed shape, as migration 025 did: strings as
+-- PostgreSQL's JSON text of them (to_json, the escaping clearing_canonical.sql uses), a missing
+-- value as null, amounts as decimal text; only terms goes through clearing_canonical. All leaves
+-- come from one statement, so a batch of 16 settles pays for one link, not 16.
+--
+-- The caller holds the chain's tail: this locks clearing_journal_batches in EXCLUSIVE mode (readers
+-- go on) until its transaction ends, so positions follow commit order.
+--
+-- Created by migration 026.
+CREATE OR REPLACE FUNCTION clearing_chain_batch(ids text[]) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off AS $$
+   DECLARE size bigint; prev text; leaves bytea[]; level bytea[]; next bytea[]; n int; root text;
+   BEGIN
+     LOCK TABLE clearing_journal_batches IN EXCLUSIVE MODE;
+     SELECT b.position, b.hash INTO size, prev FROM clearing_journal_batches b ORDER BY b.position DESC LIMIT 1;
+     IF NOT FOUND THEN
+       SELECT c.position, c.hash INTO size, prev FROM clearing_journal_chain c ORDER BY c.position DESC LIMIT 1;
+     END IF;
+     leaves := ARRAY(
+       SELECT sha256('\x00'::bytea || convert_to(
+                '{"account":' || to_json(t.account)::text || ',"actor":' || coalesce(to_json(t.actor)::text, 'null')
+                || ',"amount":"' || t.amount || '","door":' || to_json(t.door)::text
+                || ',"hold_id":' || coalesce(to_json(t.hold_id)::text, 'null') || ',"memo":' || coalesce(to_json(t.memo)::text, 'null')
+                || ',"postings":[' || coalesce((SELECT string_agg('{"account":' || to_json(p.account)::text || ',"delta":"' || p.delta
+                                                                  || '","kind":' || to_json(p.kind)::text || '}', ',' ORDER BY p.id)
+                                                  FROM clearing_postings p WHERE p.txn_id = t.txn_id), '')
+                || '],"reason":' || coalesce(to_json(t.reason)::text, 'null') || ',"ref":' || coalesce(to_json(t.ref)::text, 'null')
+                || ',"reverses":' || coalesce(to_json(t.reverses)::text, 'null') || ',"simulated":' || to_json(t.simulated)::text
+                || ',"terms":' || clearing_canonical(t.terms) || ',"txn_id":' || to_json(t.txn_id)::text || '}', 'UTF8'))
+         FROM unnest(ids) WITH ORDINALITY AS x(txn_id, i) JOIN clearing_transactions t ON t.txn_id = x.txn_id
+        ORDER BY x.i);
+     IF cardinality(leaves) IS DISTINCT FROM cardinality(ids) THEN
+       RAISE EXCEPTION 'cannot chain %: the journal does not hold all of them', ids;
+     END IF;
+     level := leaves;
+     WHILE cardinality(level) > 1 LOOP
+       next := '{}';
+       n := cardinality(level);
+       FOR i IN 1 .. n BY 2 LOOP
+         next := next || CASE WHEN i < n THEN sha256('\x01'::bytea || level[i] || level[i + 1]) ELSE level[i] END;
+       END LOOP;
+       level := next;
+     END LOOP;
+     root := encode(level[1], 'hex');
+     size := coalesce(size, 0) + cardinality(ids);
+     INSERT INTO clearing_journal_batches (position, entries, leaves, root, hash)
+     VALUES (size, ids, ARRAY(SELECT encode(l, 'hex') FROM unnest(leaves) WITH ORDINALITY AS y(l, i) ORDER BY y.i), root,
+             encode(sha256(convert_to('{"prev":' || coalesce('"' || prev || '"', 'null') || ',"root":"' || root || '","size":' || size || '}', 'UTF8')), 'hex'));
+   END $$;
