@@ -25,8 +25,6 @@ const statements = [
      root text NOT NULL CHECK (root ~ '^[0-9a-f]{64}$'),
      hash text NOT NULL CHECK (hash ~ '^[0-9a-f]{64}$')
    )`,
-  // Which link holds an entry: the trigger's check for an entry restored with its link, the audit's for an unchained entry.
-  'CREATE INDEX clearing_journal_batches_entries ON clearing_journal_batches USING gin (entries)',
   `CREATE TRIGGER clearing_journal_batches_append_only BEFORE UPDATE OR DELETE ON clearing_journal_batches
   FOR EACH ROW EXECUTE FUNCTION clearing_refuse_change()`,
   `CREATE TRIGGER clearing_journal_batches_no_truncate BEFORE TRUNCATE ON clearing_journal_batches
@@ -49,7 +47,11 @@ const statements = [
                                                   FROM clearing_postings p WHERE p.txn_id = t.txn_id), '')
                 || '],"reason":' || coalesce(to_json(t.reason)::text, 'null') || ',"ref":' || coalesce(to_json(t.ref)::text, 'null')
                 || ',"reverses":' || coalesce(to_json(t.reverses)::text, 'null') || ',"simulated":' || to_json(t.simulated)::text
-                || ',"terms":' || clearing_canonical(t.terms) || ',"txn_id":' || to_json(t.txn_id)::text || '}', 'UTF8'))
+                || ',"terms":' || CASE WHEN jsonb_typeof(t.terms) = 'object' THEN '{' || coalesce((SELECT string_agg(to_json(e.key)::text || ':' || CASE
+                          WHEN jsonb_typeof(e.value) IN ('string', 'boolean', 'null') OR e.value::text ~ '^-?[0-9]{1,15}$' THEN e.value::text
+                          ELSE clearing_canonical(e.value) END, ',' ORDER BY e.key COLLATE "C") FROM jsonb_each(t.terms) AS e), '') || '}'
+                   ELSE clearing_canonical(t.terms) END
+                || ',"txn_id":' || to_json(t.txn_id)::text || '}', 'UTF8'))
          FROM unnest(ids) WITH ORDINALITY AS x(txn_id, i) JOIN clearing_transactions t ON t.txn_id = x.txn_id
         ORDER BY x.i);
      IF cardinality(leaves) IS DISTINCT FROM cardinality(ids) THEN
@@ -70,7 +72,7 @@ const statements = [
      VALUES (size, ids, ARRAY(SELECT encode(l, 'hex') FROM unnest(leaves) WITH ORDINALITY AS y(l, i) ORDER BY y.i), root,
              encode(sha256(convert_to('{"prev":' || coalesce('"' || prev || '"', 'null') || ',"root":"' || root || '","size":' || size || '}', 'UTF8')), 'hex'));
    END $$`,
-  `CREATE OR REPLACE FUNCTION clearing_chain_entry() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
+  `CREATE OR REPLACE FUNCTION clearing_chain_entry() RETURNS trigger LANGUAGE plpgsql AS $$
    DECLARE id text := ',' || to_json(NEW.txn_id)::text || ','; linked text; pending text;
    BEGIN
      linked := coalesce(current_setting('holon.chain_linked', true), '');
@@ -78,9 +80,6 @@ const statements = [
      pending := coalesce(current_setting('holon.chain_pending', true), '');
      IF strpos(pending, id) > 0 THEN
        PERFORM set_config('holon.chain_pending', '', true);
-     ELSIF EXISTS (SELECT 1 FROM clearing_journal_chain WHERE txn_id = NEW.txn_id)
-        OR EXISTS (SELECT 1 FROM clearing_journal_batches WHERE entries @> ARRAY[NEW.txn_id]) THEN
-       RETURN NULL;
      ELSE
        pending := id;
      END IF;

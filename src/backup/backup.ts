@@ -38,6 +38,9 @@ const SKIPPED = new Set(['knex_migrations', 'knex_migrations_lock', 'hosted_rate
 /** Columns derived from other rows by triggers: restored as 0, rebuilt by the rows that derive them. */
 const DERIVED: Record<string, Record<string, unknown>> = { clearing_accounts: { balance: 0 }, clearing_machinery_balances: { balance: 0 } };
 
+/** The trigger that chains each journal entry at commit (`src/clearing/sql/clearing_chain_entry.sql`); off while a restore loads the links with the entries. */
+const CHAIN_TRIGGER = 'clearing_transactions_chained';
+
 /**
  * Loading order the foreign keys do not show: the posting trigger adds each posting to its
  * account's balance row or its machinery account's stripes, and refuses an account with neither,
@@ -416,6 +419,8 @@ export async function restore(stores: readonly Store[], file: string): Promise<n
       if (tables.includes('gateway_identity')) await trx('gateway_identity').delete();
       if (tables.includes('clearing_machinery_balances')) await trx('clearing_machinery_balances').delete();
       if (tables.includes('clearing_accounts')) await trx('clearing_accounts').delete();
+      // The journal's links come from the backup with its entries: chaining the entries again would link each twice.
+      if (tables.includes('clearing_journal_batches')) await trx.raw(`ALTER TABLE clearing_transactions DISABLE TRIGGER ${CHAIN_TRIGGER}`);
       const { order, selfRefs } = await loadOrder(trx, tables);
       for (const table of order) {
         const json = await jsonColumns(trx, table);
@@ -432,6 +437,7 @@ export async function restore(stores: readonly Store[], file: string): Promise<n
       for (const state of sequences.filter((s) => tables.some((t) => s.sequence.startsWith(`${t}_`)) || store.owns(s.sequence))) {
         await trx.raw(`SELECT setval('"${state.sequence}"', ?, ?)`, [Math.max(state.last_value, 1), state.is_called]);
       }
+      if (tables.includes('clearing_journal_batches')) await trx.raw(`ALTER TABLE clearing_transactions ENABLE TRIGGER ${CHAIN_TRIGGER}`);
       for (const row of tables.includes('clearing_accounts') ? rows.get('clearing_accounts') ?? [] : []) {
         const now = await trx('clearing_accounts').where({ id: row.id }).first('balance');
         if (int(now.balance) !== int(row.balance)) throw new Error(`account ${row.id} restored with balance ${now.balance}, the copy says ${row.balance}: the backup is inconsistent`);

@@ -39,7 +39,14 @@ async function snapshot(hosted: TestHosted) {
     approvals: await knex('gateway_approvals').orderBy('id').select('id', 'status'),
     files: (await knex('hosted_files').orderBy('id').select('id', 'owner', 'content_type', 'sha256', 'bytes')).map((r) => ({ ...r, bytes: Buffer.from(r.bytes).toString('hex') })),
     balances: (await hosted.http.get('/v0/accounts').set(bearer(ADMIN_KEY)).expect(200)).body,
+    chain: await chainPoint(hosted),
   };
+}
+
+/** The journal's hash chain now: entries chained and the last link's hash. */
+async function chainPoint(hosted: TestHosted): Promise<{ size: number; head: string | null }> {
+  const { size, head } = (await hosted.http.get('/v0/journal/checkpoint').set(bearer(ADMIN_KEY)).expect(200)).body;
+  return { size, head };
 }
 
 /** The sum of every journal line, micro-units: zero when the journal balances. */
@@ -96,6 +103,9 @@ test('a hosted gateway with traffic is backed up, restored elsewhere and comes b
     assert.equal(me.body.handle, alice.handle);
     const next = await second.http.post('/v0/calls').set(bearer(alice.agent)).send({ mandate: alice.mandate, agent: 'gt/run', input: { do: 'ok' } }).expect(200);
     assert.ok(!before.receipts.some(([id]) => id === next.body.receipt.id), `receipt id ${next.body.receipt.id} was reused`);
+    // The restore turned the chain's trigger off only while it loaded: the new call's settlement is chained.
+    await second.running.outbox.drain();
+    assert.equal((await chainPoint(second)).size, before.chain.size + 1);
   } finally {
     await second?.close();
     await rm(first.store.db, { recursive: true, force: true });

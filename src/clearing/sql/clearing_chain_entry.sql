@@ -9,12 +9,13 @@
 -- them to fire here chains the whole list at once; the others find themselves in
 -- holon.chain_linked and return. The lists are `,"id1","id2",`: each id as its JSON text between
 -- commas, so `,"id",` matches one id only (a quote inside an id is escaped). An entry written some
--- other way is chained alone, unless its link is already there (a restore loads the links of its
--- backup with the entries). A transaction's lists hold at most the ids it wrote: the write path
--- sends at most 64 operations per transaction (HOLON_CLEARING_GROUP_MAX).
+-- other way is chained alone. A transaction's lists hold the ids it wrote: the write path sends
+-- at most 64 operations per transaction (HOLON_CLEARING_GROUP_MAX). A restore, which loads the
+-- links of its backup with the entries, turns this trigger off for its transaction
+-- (src/backup/backup.ts).
 --
 -- Created by migration 020; this text since migration 026.
-CREATE OR REPLACE FUNCTION clearing_chain_entry() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
+CREATE OR REPLACE FUNCTION clearing_chain_entry() RETURNS trigger LANGUAGE plpgsql AS $$
    DECLARE id text := ',' || to_json(NEW.txn_id)::text || ','; linked text; pending text;
    BEGIN
      linked := coalesce(current_setting('holon.chain_linked', true), '');
@@ -22,9 +23,6 @@ CREATE OR REPLACE FUNCTION clearing_chain_entry() RETURNS trigger LANGUAGE plpgs
      pending := coalesce(current_setting('holon.chain_pending', true), '');
      IF strpos(pending, id) > 0 THEN
        PERFORM set_config('holon.chain_pending', '', true);
-     ELSIF EXISTS (SELECT 1 FROM clearing_journal_chain WHERE txn_id = NEW.txn_id)
-        OR EXISTS (SELECT 1 FROM clearing_journal_batches WHERE entries @> ARRAY[NEW.txn_id]) THEN
-       RETURN NULL;
      ELSE
        pending := id;
      END IF;
