@@ -10,7 +10,8 @@
  * as they are, the first new link's prev is their last hash, and positions go on counting entries,
  * so a checkpoint kept before still checks. `clearing_post_entry` lists the entries it writes in
  * the transaction-local setting `holon.chain_pending`; the deferred trigger's first run at commit
- * chains the list. `clearing_chain_append` (one link per entry) is dropped.
+ * chains the list. `clearing_chain_append` (one link per entry) is dropped. The postings' index on
+ * `txn_id` becomes one on `(txn_id, id)`, so an entry's postings are read in order with no sort.
  *
  * Frozen: the SQL below is what this migration ran (and, for `down`, what it replaced); it
  * imports nothing. Today's definition of each function is in `src/clearing/sql/`.
@@ -25,6 +26,9 @@ const statements = [
      root text NOT NULL CHECK (root ~ '^[0-9a-f]{64}$'),
      hash text NOT NULL CHECK (hash ~ '^[0-9a-f]{64}$')
    )`,
+  // An entry's postings in id order without a sort, for its leaf (and the audit); replaces the index on txn_id alone.
+  'CREATE INDEX clearing_postings_txn_id ON clearing_postings (txn_id, id)',
+  'DROP INDEX clearing_postings_txn',
   `CREATE TRIGGER clearing_journal_batches_append_only BEFORE UPDATE OR DELETE ON clearing_journal_batches
   FOR EACH ROW EXECUTE FUNCTION clearing_refuse_change()`,
   `CREATE TRIGGER clearing_journal_batches_no_truncate BEFORE TRUNCATE ON clearing_journal_batches
@@ -42,9 +46,8 @@ const statements = [
                 '{"account":' || to_json(t.account)::text || ',"actor":' || coalesce(to_json(t.actor)::text, 'null')
                 || ',"amount":"' || t.amount || '","door":' || to_json(t.door)::text
                 || ',"hold_id":' || coalesce(to_json(t.hold_id)::text, 'null') || ',"memo":' || coalesce(to_json(t.memo)::text, 'null')
-                || ',"postings":[' || coalesce((SELECT string_agg('{"account":' || to_json(p.account)::text || ',"delta":"' || p.delta
-                                                                  || '","kind":' || to_json(p.kind)::text || '}', ',' ORDER BY p.id)
-                                                  FROM clearing_postings p WHERE p.txn_id = t.txn_id), '')
+                || ',"postings":[' || array_to_string(ARRAY(SELECT '{"account":' || to_json(p.account)::text || ',"delta":"' || p.delta || '","kind":' || to_json(p.kind)::text || '}'
+                                                  FROM clearing_postings p WHERE p.txn_id = t.txn_id ORDER BY p.id), ',')
                 || '],"reason":' || coalesce(to_json(t.reason)::text, 'null') || ',"ref":' || coalesce(to_json(t.ref)::text, 'null')
                 || ',"reverses":' || coalesce(to_json(t.reverses)::text, 'null') || ',"simulated":' || to_json(t.simulated)::text
                 || ',"terms":' || CASE WHEN jsonb_typeof(t.terms) = 'object' THEN '{' || coalesce((SELECT string_agg(to_json(e.key)::text || ':' || CASE
@@ -158,4 +161,6 @@ export async function down(knex: Knex): Promise<void> {
   for (const sql of restored) await knex.raw(sql);
   await knex.raw('DROP FUNCTION clearing_chain_batch(text[])');
   await knex.raw('DROP TABLE clearing_journal_batches');
+  await knex.raw('CREATE INDEX clearing_postings_txn ON clearing_postings (txn_id)');
+  await knex.raw('DROP INDEX clearing_postings_txn_id');
 }

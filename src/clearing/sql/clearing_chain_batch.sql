@@ -24,7 +24,8 @@
 -- strings, booleans and nulls as PostgreSQL's JSON text of them, integers of at most 15 digits as
 -- their digits), and any other value, or member, goes through clearing_canonical: its query and
 -- function call per entry cost more than the rest of the text (bench/README.md). All leaves come
--- from one statement, so a batch of 16 settles pays for one link, not 16.
+-- from one statement, so a batch of 16 settles pays for one link, not 16. An entry's postings are
+-- read in id order from the index clearing_postings_txn_id (txn_id, id), with no sort.
 --
 -- The caller holds the chain's tail: this locks clearing_journal_batches in EXCLUSIVE mode (readers
 -- go on) until its transaction ends, so positions follow commit order.
@@ -43,9 +44,8 @@ CREATE OR REPLACE FUNCTION clearing_chain_batch(ids text[]) RETURNS void LANGUAG
                 '{"account":' || to_json(t.account)::text || ',"actor":' || coalesce(to_json(t.actor)::text, 'null')
                 || ',"amount":"' || t.amount || '","door":' || to_json(t.door)::text
                 || ',"hold_id":' || coalesce(to_json(t.hold_id)::text, 'null') || ',"memo":' || coalesce(to_json(t.memo)::text, 'null')
-                || ',"postings":[' || coalesce((SELECT string_agg('{"account":' || to_json(p.account)::text || ',"delta":"' || p.delta
-                                                                  || '","kind":' || to_json(p.kind)::text || '}', ',' ORDER BY p.id)
-                                                  FROM clearing_postings p WHERE p.txn_id = t.txn_id), '')
+                || ',"postings":[' || array_to_string(ARRAY(SELECT '{"account":' || to_json(p.account)::text || ',"delta":"' || p.delta || '","kind":' || to_json(p.kind)::text || '}'
+                                                  FROM clearing_postings p WHERE p.txn_id = t.txn_id ORDER BY p.id), ',')
                 || '],"reason":' || coalesce(to_json(t.reason)::text, 'null') || ',"ref":' || coalesce(to_json(t.ref)::text, 'null')
                 || ',"reverses":' || coalesce(to_json(t.reverses)::text, 'null') || ',"simulated":' || to_json(t.simulated)::text
                 || ',"terms":' || CASE WHEN jsonb_typeof(t.terms) = 'object' THEN '{' || coalesce((SELECT string_agg(to_json(e.key)::text || ':' || CASE
