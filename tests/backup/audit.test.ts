@@ -47,7 +47,7 @@ const journal = useOpened('the audited journal', openJournal, (j) => j.dispose()
 const other = useOpened('another journal', openJournal, (j) => j.dispose());
 
 /** The ids the tests tamper with. */
-const ids = { caller: '', owner: '', settle: '', receiptSettle: '', receipt: 'r1', credit: '' };
+const ids = { caller: '', owner: '', settle: '', receiptSettle: '', receipt: 'r1', credit: '', group: [] as string[] };
 
 setUp(async () => {
   const { http, knex } = journal;
@@ -66,6 +66,12 @@ setUp(async () => {
   const drawee = unique('drawee');
   await http.post('/internal/reference/accounts').send({ account: drawee }).expect(200);
   await http.post('/internal/ledger/draw').send({ holdId, txnId: unique('win'), caller: ids.caller, owner: drawee, lines: [{ meter: 'tokens', amount: 600 }, { meter: 'images', amount: 1 }] }).expect(200);
+  // Three credits in one transaction, as the write path's group commit sends them: one link of three entries.
+  ids.group = [unique('group'), unique('group'), unique('group')];
+  const credit = (txn_id: string) => ({ op: 'post', lock: [ids.owner], txn_id, door: 'credit', account: ids.owner, amount: 10, terms: { account: ids.owner, amount: 10, simulated: false },
+    postings: [{ account: 'external:funding', delta: -10, kind: 'funding' }, { account: ids.owner, delta: 10, kind: 'credit' }] });
+  const [{ outcomes }] = (await knex.raw('SELECT clearing_apply(?::jsonb) AS outcomes', [JSON.stringify(ids.group.map(credit))])).rows;
+  assert.deepEqual(outcomes, [{ applied: true }, { applied: true }, { applied: true }]);
   // The receipt a gateway wrote for a billed call, settled under its identity (gateway §4, contract §13).
   const gateway = (await knex('gateway_identity').first('id')).id as string;
   ids.receiptSettle = `settle:${gateway}:${ids.receipt}`;
@@ -178,6 +184,42 @@ test('two entries swapped in the chain: the first of them no longer matches its 
   assert.match(failure!.reason, /does not match its hash/);
 });
 
+test('an entry inside a link of several, edited: named with its position, the link\'s other entries untouched', async () => {
+  const [, middle] = ids.group;
+  const failure = await failureAfter(
+    [[`UPDATE clearing_transactions SET memo = 'rewritten' WHERE txn_id = ?`, [middle]]],
+    [[`UPDATE clearing_transactions SET memo = NULL WHERE txn_id = ?`, [middle]]],
+  );
+  assert.equal(failure?.entry, middle);
+  assert.equal(failure?.position, await positionOf(middle));
+  assert.equal(await positionOf(middle), (await positionOf(ids.group[0])) + 1);
+  assert.match(failure!.reason, new RegExp(`^entry ${middle} at position \\d+ does not match its hash: its link holds [0-9a-f]{64}, its contents give [0-9a-f]{64}$`));
+});
+
+test("a link's root rewritten to match edited leaves: the link is named by its positions", async () => {
+  const [first, , last] = ids.group;
+  const [from, to] = [await positionOf(first), await positionOf(last)];
+  const root = (await journal.knex('clearing_journal_batches').where({ position: to }).first('root')).root as string;
+  const forged = 'f'.repeat(64);
+  const failure = await failureAfter(
+    [['UPDATE clearing_journal_batches SET root = ? WHERE position = ?', [forged, to]]],
+    [['UPDATE clearing_journal_batches SET root = ? WHERE position = ?', [root, to]]],
+  );
+  assert.equal(failure?.entry, last);
+  assert.equal(failure?.position, to);
+  assert.match(failure!.reason, new RegExp(`^the link of positions ${from} to ${to} does not match its hash: it holds root ${forged} and hash [0-9a-f]{64}, its entries and the link before give ${root} and [0-9a-f]{64}$`));
+});
+
+test('a link deleted: the chain jumps, naming how many entries are gone', async () => {
+  const to = await positionOf(ids.group[2]);
+  const link = await journal.knex('clearing_journal_batches').where({ position: to }).first();
+  const failure = await failureAfter(
+    [['DELETE FROM clearing_journal_batches WHERE position = ?', [to]]],
+    [[journal.knex('clearing_journal_batches').insert(link).toString()]],
+  );
+  assert.match(failure!.reason, new RegExp(`^the chain jumps from position ${to - 3} to ${to + 1}: 3 chained entries are gone$`));
+});
+
 test('an entry appended without its hash: named as not in the chain', async () => {
   const forged = unique('forged');
   const failure = await failureAfter(
@@ -203,7 +245,7 @@ test("a receipt's cost edited: its settlement is named with both figures", async
 
 test('a balance edited: the account is named with its balance and the sum of its postings', async () => {
   const failure = await failureAfter([['UPDATE clearing_accounts SET balance = balance + 7 WHERE id = ?', [ids.owner]]], [['UPDATE clearing_accounts SET balance = balance - 7 WHERE id = ?', [ids.owner]]]);
-  assert.deepEqual(failure, { entry: null, position: null, reason: `account ${ids.owner} has balance 610007, but its postings sum to 610000` });
+  assert.deepEqual(failure, { entry: null, position: null, reason: `account ${ids.owner} has balance 610037, but its postings sum to 610030` });
 });
 
 /** The JWKS a binding serves at `/.well-known/jwks.json`. */
