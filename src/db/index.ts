@@ -135,6 +135,26 @@ async function migrateExclusively(db: Knex, wait_s: number): Promise<void> {
 }
 
 /**
+ * Whether knex's table already records every migration of {@link migrationSource}, in order: then
+ * an existing database needs none, and its start skips knex's migrate (about a dozen statements
+ * and a write transaction, over a slow catalog view; issue 21 §4). No table yet (a new database)
+ * or any other list answers false, and knex migrates (or refuses) as before. Safe without the
+ * migration lock: knex records a migration in the transaction that runs it.
+ */
+async function migrationsCurrent(db: Knex): Promise<boolean> {
+  const names = await migrationSource.getMigrations([]);
+  let done: Array<{ name: string }>;
+  try {
+    done = await db('knex_migrations').select('name').orderBy('id');
+  } catch (error) {
+    // undefined_table: a database never migrated.
+    if ((error as { code?: string }).code === '42P01') return false;
+    throw error;
+  }
+  return done.length === names.length && done.every((row, index) => row.name === migrationSource.getMigrationName(names[index]));
+}
+
+/**
  * Opens the database and brings its schema up to date.
  * A PGlite directory is locked for this process (nothing else locks it, and two processes on one
  * directory lose writes); a second opener fails with "already being used by another process".
@@ -191,9 +211,10 @@ export async function openDatabase(target: DatabaseTarget, options: { poolMax?: 
     db = knex({ client: ClientPgLite as unknown as typeof knex.Client, dialect: 'postgres', connection });
   }
   try {
-    if ('url' in target) await migrateExclusively(db, options.migrationWaitS ?? MIGRATION_WAIT_S);
-    else {
-      await db.migrate.latest({ migrationSource });
+    if ('url' in target) {
+      if (!(await migrationsCurrent(db))) await migrateExclusively(db, options.migrationWaitS ?? MIGRATION_WAIT_S);
+    } else {
+      if (!(await migrationsCurrent(db))) await db.migrate.latest({ migrationSource });
       await drawIdentity(db);
     }
   } catch (error) {

@@ -43,7 +43,7 @@ import { requestLogger } from '../observe/log-context.ts';
 import { flushTraces, startTracing } from '../observe/trace.ts';
 import { rawQuery } from '../db/raw-sql.ts';
 import { createRuntimes } from '../runtimes/index.ts';
-import { openSigner } from '../signing/signer.ts';
+import { openSigner, type Signer } from '../signing/signer.ts';
 
 /** A credit given once at start-up (the dev account's demo credit), through the binding's credit door when it offers one. */
 export interface StartCredit {
@@ -281,11 +281,7 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
     hostStarting.catch(() => {});
     closers.push(async () => (await hostStarting.catch(() => null))?.close());
   }
-  const target = targetOf(path.join(options.db, 'gateway'));
-  const database = await openDatabase(target);
-  closers.push(database.close);
-  const db = database.knex;
-  // Listen early: the signer's `iss` is the URL it listens at (unless a part names the public
+  // Listen first: the signer's `iss` is the URL it listens at (unless a part names the public
   // one), and the binding in this process signs its checkpoints with it too (issue 23 §3). Until
   // the app is attached a request is answered 503 at once (readiness, issue 27 §2), never left
   // waiting.
@@ -298,12 +294,27 @@ async function start(options: GatewayServerOptions, plugins: readonly GatewayPlu
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject).listen(options.port, options.host ?? '127.0.0.1'));
   const { port, address } = server.address() as AddressInfo;
   const signing = plugins.find((plugin) => plugin.signing)?.signing;
-  const signer = await openSigner(db, { file_secret: signing?.file_secret ?? null, issuer: signing?.issuer ?? localUrl(address, port) });
-  let binding: RunningClearing | null = null;
-  if (!options.clearing_url) {
-    binding = await startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger, signer });
-    closers.push(binding.close);
-  }
+  // The gateway's store and the binding's open together (issue 21 §4): a PGlite open waits on its
+  // files and on WebAssembly compiled off this thread, and the other open's work fills those
+  // waits (two existing PGlite stores, on a quiet machine: 1.55-1.75 s one after the other,
+  // 0.9-1.1 s together). Only a stored signing key (a file secret) is read from the gateway's
+  // store, and then the binding waits for it.
+  const target = targetOf(path.join(options.db, 'gateway'));
+  const databaseOpening = openDatabase(target);
+  const gatewayKnex = databaseOpening.then((opened) => opened.knex);
+  // Its failure is thrown where `databaseOpening` is awaited, below; it must not count as unhandled.
+  gatewayKnex.catch(() => {});
+  const signerOpening = openSigner(gatewayKnex, { file_secret: signing?.file_secret ?? null, issuer: signing?.issuer ?? localUrl(address, port) });
+  const bindingStarting = options.clearing_url ? null : signerOpening.then((signer) => startClearingServer({ target: targetOf(path.join(options.db, 'clearing')), port: 0, logger, signer }));
+  // Every part that opened is closed when another failed: wait for all before throwing the first failure.
+  const [opened, signed, started] = await Promise.allSettled([databaseOpening, signerOpening, bindingStarting]);
+  if (opened.status === 'fulfilled') closers.push(opened.value.close);
+  if (started.status === 'fulfilled' && started.value) closers.push(started.value.close);
+  for (const outcome of [opened, signed, started]) if (outcome.status === 'rejected') throw outcome.reason;
+  const database = (opened as PromiseFulfilledResult<Database>).value;
+  const db = database.knex;
+  const signer = (signed as PromiseFulfilledResult<Signer>).value;
+  const binding = (started as PromiseFulfilledResult<RunningClearing | null>).value;
   // The binding in this process is called in-process (its ledger, its write path); HTTP only reaches another binding.
   const timeouts = options.clearing_timeouts ?? clearingTimeoutsFromEnv();
   const clearing: ClearingPort = observedClearing(binding ? new InProcessClearingPort(binding.ledger, timeouts) : new HttpClearingPort(options.clearing_url!, timeouts, clearing_tls));

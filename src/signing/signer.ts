@@ -69,9 +69,12 @@ export function processSigner(issuer: string): Signer {
 /**
  * The signer of a gateway (or of a binding with its own database) on `db`: with a file secret,
  * the stored active key (made at the first start), shared by every process on that database;
- * without, a key of this process only ({@link processSigner}).
+ * without, a key of this process only ({@link processSigner}). `db` may still be opening: it is
+ * awaited only for a stored key, so a start can open its stores while a process key is made
+ * (issue 21 §4).
  */
-export async function openSigner(db: Knex, options: SignerOptions): Promise<Signer> {
+export async function openSigner(db: Knex | Promise<Knex>, options: SignerOptions): Promise<Signer> {
   if (options.file_secret === null) return processSigner(options.issuer);
-  return new Signer(options.issuer, await activeKey(db, options.file_secret), () => listedKeys(db));
+  const knex = await db;
+  return new Signer(options.issuer, await activeKey(knex, options.file_secret), () => listedKeys(knex));
 }

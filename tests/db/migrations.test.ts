@@ -12,7 +12,47 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/index.ts';
 import { migrationSource } from '../../migrations/index.ts';
-import { freshStore } from '../helpers/gateway.ts';
+import { freshStore, storeTarget } from '../helpers/gateway.ts';
+
+test('a database that already ran every migration opens without knex migrating it again (issue 21 §4)', async () => {
+  const store = await freshStore();
+  try {
+    const first = await openDatabase(storeTarget(store, 'gateway'));
+    // A lock knex's migrate would refuse to pass ("Migration table is already locked"): only a start that skips it opens.
+    await first.knex('knex_migrations_lock').update({ is_locked: 1 });
+    await first.close();
+    const again = await openDatabase(storeTarget(store, 'gateway'));
+    try {
+      const rows: Array<{ name: string }> = await again.knex('knex_migrations').orderBy('id').select('name');
+      assert.deepEqual(rows.map((row) => row.name), await migrationSource.getMigrations([]));
+    } finally {
+      await again.close();
+    }
+  } finally {
+    await rm(store.db, { recursive: true, force: true });
+  }
+});
+
+test('a database that lacks the newest migrations is brought up to date when it opens', async () => {
+  const store = await freshStore();
+  const names = await migrationSource.getMigrations([]);
+  try {
+    // A store an older version left: every migration but the last two.
+    const older = await openDatabase(storeTarget(store, 'gateway'));
+    for (let undone = 0; undone < 2; undone++) await older.knex.migrate.down({ migrationSource });
+    assert.equal((await older.knex('knex_migrations').select('name')).length, names.length - 2);
+    await older.close();
+    const opened = await openDatabase(storeTarget(store, 'gateway'));
+    try {
+      const rows: Array<{ name: string }> = await opened.knex('knex_migrations').orderBy('id').select('name');
+      assert.deepEqual(rows.map((row) => row.name), names);
+    } finally {
+      await opened.close();
+    }
+  } finally {
+    await rm(store.db, { recursive: true, force: true });
+  }
+});
 
 test('four processes opening one empty Postgres at once all start, and each migration runs exactly once', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async () => {
   const store = await freshStore();
