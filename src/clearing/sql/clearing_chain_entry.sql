@@ -26,7 +26,7 @@ CREATE OR REPLACE FUNCTION clearing_chain_entry() RETURNS trigger LANGUAGE plpgs
      ELSE
        pending := id;
      END IF;
-     PERFORM clearing_chain_batch(ARRAY(SELECT json_array_elements_text(('[' || btrim(pending, ',') || ']')::json)));
+     PERFORM clearing_chain_batch(pending);
      PERFORM set_config('holon.chain_linked', CASE WHEN linked = '' THEN pending ELSE linked || substr(pending, 2) END, true);
      RETURN NULL;
    END $$;
