@@ -37,7 +37,7 @@ const statements = [
   FOR EACH STATEMENT EXECUTE FUNCTION clearing_refuse_change()`,
   `CREATE OR REPLACE FUNCTION clearing_chain_batch(list text) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
    DECLARE ids text[] := ARRAY(SELECT json_array_elements_text(('[' || btrim(list, ',') || ']')::json));
-     size bigint; prev text; leaves bytea[]; level bytea[]; next bytea[]; n int; root text;
+     size bigint; prev text; leaves text[]; level text[]; next text[]; n int; root text;
    BEGIN
      LOCK TABLE clearing_journal_batches IN EXCLUSIVE MODE;
      SELECT b.position, b.hash INTO size, prev FROM clearing_journal_batches b ORDER BY b.position DESC LIMIT 1;
@@ -45,7 +45,7 @@ const statements = [
        SELECT c.position, c.hash INTO size, prev FROM clearing_journal_chain c ORDER BY c.position DESC LIMIT 1;
      END IF;
      leaves := ARRAY(
-       SELECT sha256('\\x00'::bytea || convert_to(
+       SELECT encode(sha256('\\x00'::bytea || convert_to(
                 '{"account":' || to_json(t.account)::text || ',"actor":' || coalesce(to_json(t.actor)::text, 'null')
                 || ',"amount":"' || t.amount || '","door":' || to_json(t.door)::text
                 || ',"hold_id":' || coalesce(to_json(t.hold_id)::text, 'null') || ',"memo":' || coalesce(to_json(t.memo)::text, 'null')
@@ -57,7 +57,7 @@ const statements = [
                           WHEN jsonb_typeof(e.value) IN ('string', 'boolean', 'null') OR e.value::text ~ '^-?[0-9]{1,15}$' THEN e.value::text
                           ELSE clearing_canonical(e.value) END, ',' ORDER BY e.key COLLATE "C") FROM jsonb_each(t.terms) AS e), '') || '}'
                    ELSE clearing_canonical(t.terms) END
-                || ',"txn_id":' || to_json(t.txn_id)::text || '}', 'UTF8'))
+                || ',"txn_id":' || to_json(t.txn_id)::text || '}', 'UTF8')), 'hex')
          FROM unnest(ids) WITH ORDINALITY AS x(txn_id, i) JOIN clearing_transactions t ON t.txn_id = x.txn_id
         ORDER BY x.i);
      IF cardinality(leaves) IS DISTINCT FROM cardinality(ids) THEN
@@ -68,14 +68,14 @@ const statements = [
        next := '{}';
        n := cardinality(level);
        FOR i IN 1 .. n BY 2 LOOP
-         next := next || CASE WHEN i < n THEN sha256('\\x01'::bytea || level[i] || level[i + 1]) ELSE level[i] END;
+         next := next || CASE WHEN i < n THEN encode(sha256('\\x01'::bytea || decode(level[i], 'hex') || decode(level[i + 1], 'hex')), 'hex') ELSE level[i] END;
        END LOOP;
        level := next;
      END LOOP;
-     root := encode(level[1], 'hex');
+     root := level[1];
      size := coalesce(size, 0) + cardinality(ids);
      INSERT INTO clearing_journal_batches (position, entries, leaves, root, hash)
-     VALUES (size, ids, ARRAY(SELECT encode(l, 'hex') FROM unnest(leaves) WITH ORDINALITY AS y(l, i) ORDER BY y.i), root,
+     VALUES (size, ids, leaves, root,
              encode(sha256(convert_to('{"prev":' || coalesce('"' || prev || '"', 'null') || ',"root":"' || root || '","size":' || size || '}', 'UTF8')), 'hex'));
    END $$`,
   `CREATE OR REPLACE FUNCTION clearing_chain_entry() RETURNS trigger LANGUAGE plpgsql AS $$
