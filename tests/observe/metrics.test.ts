@@ -116,9 +116,9 @@ describe('§1 the process metrics', () => {
     }
   });
 
-  test('the Grafana dashboard of deploy/ reads only metrics the gateway exposes', async () => {
+  test('the Grafana dashboard of docs/ reads only metrics the gateway exposes', async () => {
     const scraped = await scrape(gw.http);
-    const dashboard = await readFile(new URL('../../deploy/grafana-dashboard.json', import.meta.url), 'utf8');
+    const dashboard = await readFile(new URL('../../docs/grafana-dashboard.json', import.meta.url), 'utf8');
     const named = new Set(dashboard.match(/holon_[a-z0-9_]+/g));
     assert.ok(named.size >= 15);
     for (const name of named) assert.ok(scraped.has(name) || scraped.has(name.replace(/_bucket$/, '_count')), `the dashboard's ${name} is exposed`);
