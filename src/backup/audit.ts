@@ -91,6 +91,12 @@ function entryFault(row: Record<string, any>, position: number): string | null {
 const jump = (size: number, position: number, count: number) =>
   `the chain jumps from position ${size} to ${position - count + 1}: ${position - count - size} chained entr${position - count - size === 1 ? 'y is' : 'ies are'} gone`;
 
+/** Why `checkpoint` is not a prefix of the journal, when the link just walked (ending with the entry of `row`) ends at its size with another hash; null otherwise. */
+function checkpointFault(walk: Walk, checkpoint: ChainPoint | null, row: Record<string, any>): string | null {
+  if (checkpoint === null || walk.size !== checkpoint.size || walk.prev === checkpoint.head) return null;
+  return `the checkpoint is not a prefix of this journal: at its size ${checkpoint.size}, the link ending with entry ${row.txn_id} hashes to ${walk.prev}, the checkpoint's head is ${checkpoint.head}`;
+}
+
 /** Walks migration 020's one-entry links from the start; answers the failure, if any. */
 async function walkLinks(trx: Knex.Transaction, walk: Walk, checkpoint: ChainPoint | null): Promise<AuditFailure | null> {
   for await (const row of cursorRows(trx, LINKS_SQL, FETCH_ROWS, 'holon_audit_links')) {
@@ -102,9 +108,8 @@ async function walkLinks(trx: Knex.Transaction, walk: Walk, checkpoint: ChainPoi
     if (hash !== row.hash) return entryFailure(row, position, `entry ${row.txn_id} at position ${position} does not match its hash: the chain holds ${row.hash}, its contents and the entry before give ${hash}`);
     walk.prev = hash;
     walk.size = position;
-    if (checkpoint !== null && walk.size === checkpoint.size && hash !== checkpoint.head) {
-      return entryFailure(row, position, `the checkpoint is not a prefix of this journal: at its size ${checkpoint.size}, the link ending with entry ${row.txn_id} hashes to ${hash}, the checkpoint's head is ${checkpoint.head}`);
-    }
+    const behind = checkpointFault(walk, checkpoint, row);
+    if (behind) return entryFailure(row, position, behind);
   }
   return null;
 }
@@ -135,9 +140,8 @@ async function walkBatches(trx: Knex.Transaction, walk: Walk, checkpoint: ChainP
       return entryFailure(row, position, `the link of positions ${end - count + 1} to ${end} does not match its hash: it holds root ${row.root} and hash ${row.hash}, its entries and the link before give ${root} and ${hash}`);
     }
     walk.prev = hash;
-    if (checkpoint !== null && walk.size === checkpoint.size && hash !== checkpoint.head) {
-      return entryFailure(row, position, `the checkpoint is not a prefix of this journal: at its size ${checkpoint.size}, the link ending with entry ${row.txn_id} hashes to ${hash}, the checkpoint's head is ${checkpoint.head}`);
-    }
+    const behind = checkpointFault(walk, checkpoint, row);
+    if (behind) return entryFailure(row, position, behind);
   }
   return null;
 }
