@@ -117,9 +117,10 @@ type Entry = typeof entry extends fc.Arbitrary<infer T> ? T : never;
 /** Entries written so far: makes every generated id unique. */
 let written = 0;
 
-/** Writes `entries` in one transaction, as the binding's group commit does (`clearing_post_entry`), or directly when `direct`: accounts named by generated text, a reversal's target first. Answers the ids in the order written. */
-async function commit(knex: Knex, entries: Entry[], names: string[], direct: boolean[]): Promise<string[]> {
+/** Writes `entries` in one transaction, as the binding's group commit does (`clearing_post_entry`), or directly when `direct`: accounts named by generated text, a reversal's target first. Answers the ids in the order written, and those written directly. */
+async function commit(knex: Knex, entries: Entry[], names: string[], direct: boolean[]): Promise<{ order: string[]; directIds: Set<string> }> {
   const order: string[] = [];
+  const directIds = new Set<string>();
   await knex.transaction(async (trx) => {
     const id = (label: string) => `${label}-${++written}-${names[written % names.length]}`;
     const account = id('account');
@@ -136,6 +137,7 @@ async function commit(knex: Knex, entries: Entry[], names: string[], direct: boo
       const postings = [...e.postings, { delta: -total, kind: 'balance' }].filter((p) => p.delta !== 0n).map((p) => ({ account, delta: p.delta.toString(), kind: p.kind }));
       const row = { txn_id: txnId, door: e.door, account, amount: e.amount.toString(), terms: e.terms, reverses, hold_id: e.hold_id, reason: e.reason, actor: e.actor, ref: e.ref, memo: e.memo, simulated: e.simulated };
       if (direct[i % direct.length]) {
+        directIds.add(txnId);
         await trx('clearing_transactions').insert({ ...row, terms: JSON.stringify(e.terms) });
         for (const p of postings) await trx('clearing_postings').insert({ txn_id: txnId, ...p });
       } else {
@@ -144,7 +146,7 @@ async function commit(knex: Knex, entries: Entry[], names: string[], direct: boo
       order.push(txnId);
     }
   });
-  return order;
+  return { order, directIds };
 }
 
 /** The links `commit(entries, direct)` should write: the entries written directly one by one, in the order they fire, then (at the first of them to fire) all those of `clearing_post_entry`. */
@@ -167,8 +169,7 @@ async function chainsAs020(knex: Knex, entries: fc.Arbitrary<Entry>, runs: numbe
       fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }),
       async (batch, names, direct) => {
         const before = await readChainPoint(knex);
-        const order = await commit(knex, batch, names, direct);
-        const directIds = new Set(directOf(order, batch, direct));
+        const { order, directIds } = await commit(knex, batch, names, direct);
         const links = await linksAfter(knex, before.size);
         assert.deepEqual(links.map((l) => l.entries), expectedLinks(order, directIds));
         let [size, prev] = [before.size, before.head];
@@ -188,18 +189,6 @@ async function chainsAs020(knex: Knex, entries: fc.Arbitrary<Entry>, runs: numbe
     ),
     { numRuns: runs },
   );
-}
-
-/** The ids of `order` written directly: the generated entries whose flag says so (a reversal's target always goes through `clearing_post_entry`). */
-function directOf(order: string[], batch: Entry[], direct: boolean[]): string[] {
-  const ids: string[] = [];
-  let at = 0;
-  for (const [i, e] of batch.entries()) {
-    if (e.door === 'reverse') at += 1;
-    if (direct[i % direct.length]) ids.push(order[at]);
-    at += 1;
-  }
-  return ids;
 }
 
 test('every leaf of generated entries hashes as migration 020 built the entry; each link as RFC 6962 and holon audit recompute it', async () => {
