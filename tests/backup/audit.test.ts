@@ -16,6 +16,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
 import { audit } from '../../src/backup/audit.ts';
 import { entryLeaf } from '../../src/backup/chain.ts';
@@ -133,6 +134,9 @@ test('the untouched books pass: every entry chained in commit order, each leaf a
   const settle = await journal.knex('clearing_transactions').where({ txn_id: ids.settle }).first('terms', 'terms_text');
   assert.equal(settle.terms_text, `{"caller":"${ids.caller}","owner":"${ids.owner}","rate":250000,"retail":300000}`);
   assert.deepEqual(settle.terms, { caller: ids.caller, owner: ids.owner, rate: 250_000, retail: 300_000 });
+  const untexted = await journal.knex('clearing_transactions').select('txn_id', 'door', 'terms', 'terms_text');
+  assert.deepEqual(untexted.filter((e) => e.terms_text !== canonicalize(e.terms)), [], 'every door of the binding (credit, settle, reverse, draw) writes terms_text');
+  assert.deepEqual(new Set(untexted.map((e) => e.door)), new Set(['credit', 'settle', 'reverse', 'draw']));
 });
 
 test('a line amount changed by SQL: the entry no longer sums to zero, and is named', async () => {
