@@ -24,6 +24,7 @@ import * as journalChain from './020_journal_chain.ts';
 import * as signingKeys from './021_signing_keys.ts';
 import * as journalChainCost from './025_journal_chain_cost.ts';
 import * as journalChainBatches from './026_journal_chain_batches.ts';
+import * as journalTermsText from './027_journal_terms_text.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '021_signing_keys': signingKeys,
   '025_journal_chain_cost': journalChainCost,
   '026_journal_chain_batches': journalChainBatches,
+  '027_journal_terms_text': journalTermsText,
 };
 
 /** knex's `migrationSource` over the table above. */

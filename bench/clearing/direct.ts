@@ -10,6 +10,7 @@ import pg from 'pg';
 import { RESOLVE_SQL } from '../../src/clearing/accounts.ts';
 import { FIGURES_SQL } from '../../src/clearing/ledger.ts';
 import { settleOp } from '../../src/clearing/settlements.ts';
+import { opsText } from '../../src/clearing/ledger-op.ts';
 import { APPLY_SQL } from '../../src/clearing/write-path.ts';
 
 /** The terms of one settlement (§6.8), amounts in micro-units. */
@@ -32,7 +33,7 @@ export class DirectLedger {
 
   /** settle as the binding runs it with group commit off: one `clearing_apply` call. Returns whether it applied; throws on a refusal. */
   async settle(terms: SettleTerms): Promise<boolean> {
-    const result = await this.pool.query({ ...APPLY_SQL, values: [JSON.stringify([settleOp(terms)])] });
+    const result = await this.pool.query({ ...APPLY_SQL, values: [opsText([settleOp(terms)])] });
     const [outcome] = result.rows[0].outcomes;
     if (outcome.error) throw new Error(`direct settle ${terms.txnId} was refused: ${JSON.stringify(outcome.error)}`);
     return outcome.applied === true;

@@ -6,7 +6,8 @@
  *
  * 1. The hash chain, position by position (`chain.ts`: migration 020's one-entry links, then the
  *    batch links of migration 026): the chain has no gap, every chained entry is in the journal,
- *    its postings sum to zero, its hash (a one-entry link's) or leaf (a batch link's) is what its
+ *    its postings sum to zero, its `terms_text` (when the binding wrote one, migration 027) is the
+ *    canonical JSON of its terms, its hash (a one-entry link's) or leaf (a batch link's) is what its
  *    contents give, and each batch link's Merkle root and hash are what its leaves and the link
  *    before give. With a checkpoint: the link ending at its `size` hashes to its `head` (the
  *    checkpoint is a prefix of this journal).
@@ -15,6 +16,7 @@
  * 4. Every billed receipt with an own cost has exactly one settlement (`settle:<gateway>:<receipt>`)
  *    of that amount, and every such settlement a billed receipt (gateway §4, clearing-contract §13).
  */
+import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
 import { parseMoney } from '../contracts/money.ts';
 import type { ChainPoint } from '../signing/checkpoint.ts';
@@ -50,8 +52,8 @@ export interface AuditReport {
   settled_receipts: number;
 }
 
-/** An entry's columns as both link formats hash it (`t`, null when the entry is gone), and the sum of its postings. */
-const ENTRY_COLUMNS = `t.txn_id, t.door, t.account, t.amount::text AS amount, t.terms, t.reverses, t.hold_id, t.reason, t.actor, t.ref, t.memo, t.simulated,
+/** An entry's columns as both link formats hash it (`t`, null when the entry is gone), its terms' text as the binding wrote it, and the sum of its postings. */
+const ENTRY_COLUMNS = `t.txn_id, t.door, t.account, t.amount::text AS amount, t.terms, t.terms_text, t.reverses, t.hold_id, t.reason, t.actor, t.ref, t.memo, t.simulated,
     (SELECT coalesce(json_agg(json_build_object('account', p.account, 'delta', p.delta::text, 'kind', p.kind) ORDER BY p.id), '[]')
        FROM clearing_postings p WHERE p.txn_id = t.txn_id) AS postings,
     (SELECT coalesce(sum(p.delta), 0)::text FROM clearing_postings p WHERE p.txn_id = t.txn_id) AS total`;
@@ -80,10 +82,17 @@ interface Walk {
 /** A failure of the entry `row` (chained as `row.chained`) at `position`. */
 const entryFailure = (row: Record<string, any>, position: number, reason: string): AuditFailure => ({ entry: row.chained, position, reason });
 
-/** What is wrong with a chained entry by itself: gone from the journal, or postings that do not sum to zero; null when neither. */
+/**
+ * What is wrong with a chained entry by itself: gone from the journal, postings that do not sum to
+ * zero, or a `terms_text` that is not the canonical JSON of its terms (the leaf was hashed from the
+ * text, so one of the two was changed since); null when none.
+ */
 function entryFault(row: Record<string, any>, position: number): string | null {
   if (row.txn_id === null) return `entry ${row.chained} at position ${position} is missing from the journal`;
   if (row.total !== '0') return `entry ${row.txn_id} at position ${position} does not sum to zero: its postings sum to ${row.total}`;
+  if (row.terms_text !== null && row.terms_text !== canonicalize(row.terms)) {
+    return `entry ${row.txn_id} at position ${position} has terms_text ${row.terms_text}, which is not the canonical JSON of its terms, ${canonicalize(row.terms)}`;
+  }
   return null;
 }
 

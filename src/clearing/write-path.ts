@@ -19,7 +19,7 @@ import type { Knex } from 'knex';
 import { envNumber, type NumberVariable } from '../config/env.ts';
 import { HttpError } from '../http/errors.ts';
 import { rawQuery, type FixedStatement } from '../db/raw-sql.ts';
-import type { LedgerOp, OpOutcome } from './ledger-op.ts';
+import { opsText, type LedgerOp, type OpOutcome } from './ledger-op.ts';
 import { keysOf } from './op-keys.ts';
 import { refusalOf } from './refusals.ts';
 
@@ -75,12 +75,12 @@ export function writePathOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): W
   };
 }
 
-/** The one statement of the write path: `$1` is the JSON array of operations. */
+/** The one statement of the write path: `$1` is the JSON array of operations (`opsText`). */
 export const APPLY_SQL: FixedStatement = { name: 'holon_clearing_apply', text: 'SELECT clearing_apply($1::jsonb) AS outcomes' };
 
 /** Runs `ops` as one `clearing_apply` call on a raw connection from `db`'s pool; answers one outcome per operation. Throws when the statement as a whole fails. */
 export async function applyBatch(db: Knex, ops: LedgerOp[]): Promise<OpOutcome[]> {
-  const [row] = await rawQuery(db, APPLY_SQL, [JSON.stringify(ops)]);
+  const [row] = await rawQuery(db, APPLY_SQL, [opsText(ops)]);
   return row.outcomes;
 }
 

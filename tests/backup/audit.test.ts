@@ -5,7 +5,8 @@
  * (`session_replication_role = replica`) is found, naming the entry (or the account): a line's
  * amount changed, two lines changed so the entry still sums to zero, an entry deleted, two entries
  * swapped in the chain, an entry appended without its hash, a receipt's cost edited, a balance
- * edited, and a checkpoint from another journal. Each tampering is undone before the next test.
+ * edited, an entry's terms or their text (`terms_text`) edited, and a checkpoint from another
+ * journal. Each tampering is undone before the next test.
  * Checkpoints are signed by the gateway's signer (`src/signing/`, keys stored sealed in the
  * database): a kept one still passes after more entries and after the key is rotated; one signed
  * by a key the JWKS does not list, or edited, is refused with the reason.
@@ -15,6 +16,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
 import { audit } from '../../src/backup/audit.ts';
 import { entryLeaf } from '../../src/backup/chain.ts';
@@ -22,6 +24,7 @@ import { runAudit } from '../../src/backup/audit-command.ts';
 import { backup, storesOf } from '../../src/backup/backup.ts';
 import { verifyCheckpoint } from '../../clients/src/verify.ts';
 import { createClearingApp } from '../../src/clearing/app.ts';
+import { opsText } from '../../src/clearing/ledger-op.ts';
 import { rotateKey } from '../../src/signing/keys.ts';
 import { openSigner } from '../../src/signing/signer.ts';
 import type { ChainPoint } from '../../src/signing/checkpoint.ts';
@@ -68,9 +71,9 @@ setUp(async () => {
   await http.post('/internal/ledger/draw').send({ holdId, txnId: unique('win'), caller: ids.caller, owner: drawee, lines: [{ meter: 'tokens', amount: 600 }, { meter: 'images', amount: 1 }] }).expect(200);
   // Three credits in one transaction, as the write path's group commit sends them: one link of three entries.
   ids.group = [unique('group'), unique('group'), unique('group')];
-  const credit = (txn_id: string) => ({ op: 'post', lock: [ids.owner], txn_id, door: 'credit', account: ids.owner, amount: 10, terms: { account: ids.owner, amount: 10, simulated: false },
+  const credit = (txn_id: string) => ({ op: 'post' as const, lock: [ids.owner], txn_id, door: 'credit', account: ids.owner, amount: 10, terms: { account: ids.owner, amount: 10, simulated: false },
     postings: [{ account: 'external:funding', delta: -10, kind: 'funding' }, { account: ids.owner, delta: 10, kind: 'credit' }] });
-  const [{ outcomes }] = (await knex.raw('SELECT clearing_apply(?::jsonb) AS outcomes', [JSON.stringify(ids.group.map(credit))])).rows;
+  const [{ outcomes }] = (await knex.raw('SELECT clearing_apply(?::jsonb) AS outcomes', [opsText(ids.group.map(credit))])).rows;
   assert.deepEqual(outcomes, [{ applied: true }, { applied: true }, { applied: true }]);
   // The receipt a gateway wrote for a billed call, settled under its identity (gateway §4, contract §13).
   const gateway = (await knex('gateway_identity').first('id')).id as string;
@@ -127,6 +130,13 @@ test('the untouched books pass: every entry chained in commit order, each leaf a
   const postings = await journal.knex('clearing_postings').where({ txn_id: first.txn_id }).orderBy('id').select('account', 'delta', 'kind');
   const entry = { txn_id: first.txn_id, door: first.door, account: first.account, amount: String(first.amount), terms: first.terms, reverses: first.reverses, hold_id: first.hold_id, reason: first.reason, actor: first.actor, ref: first.ref, memo: first.memo, simulated: first.simulated, postings: postings.map((p) => ({ ...p, delta: String(p.delta) })) };
   assert.equal(entryLeaf(entry), links[0].leaves[0]);
+  // The binding wrote each entry's terms also as their canonical text (migration 027), the text its leaf hashed.
+  const settle = await journal.knex('clearing_transactions').where({ txn_id: ids.settle }).first('terms', 'terms_text');
+  assert.equal(settle.terms_text, `{"caller":"${ids.caller}","owner":"${ids.owner}","rate":250000,"retail":300000}`);
+  assert.deepEqual(settle.terms, { caller: ids.caller, owner: ids.owner, rate: 250_000, retail: 300_000 });
+  const untexted = await journal.knex('clearing_transactions').select('txn_id', 'door', 'terms', 'terms_text');
+  assert.deepEqual(untexted.filter((e) => e.terms_text !== canonicalize(e.terms)), [], 'every door of the binding (credit, settle, reverse, draw) writes terms_text');
+  assert.deepEqual(new Set(untexted.map((e) => e.door)), new Set(['credit', 'settle', 'reverse', 'draw']));
 });
 
 test('a line amount changed by SQL: the entry no longer sums to zero, and is named', async () => {
@@ -152,6 +162,22 @@ test('two lines changed so the entry still sums to zero: its hash no longer matc
   );
   assert.equal(failure?.entry, ids.settle);
   assert.match(failure!.reason, /does not match its hash/);
+});
+
+test("an entry's terms or their text edited by SQL, the other left: the entry is named, with both texts", async () => {
+  const position = await positionOf(ids.settle);
+  const text = `{"caller":"${ids.caller}","owner":"${ids.owner}","rate":250000,"retail":300000}`;
+  const edited = `{"caller":"${ids.caller}","owner":"${ids.owner}","rate":1,"retail":300000}`;
+  const terms = await failureAfter(
+    [[`UPDATE clearing_transactions SET terms = jsonb_set(terms, '{rate}', '1') WHERE txn_id = ?`, [ids.settle]]],
+    [[`UPDATE clearing_transactions SET terms = jsonb_set(terms, '{rate}', '250000') WHERE txn_id = ?`, [ids.settle]]],
+  );
+  assert.deepEqual(terms, { entry: ids.settle, position, reason: `entry ${ids.settle} at position ${position} has terms_text ${text}, which is not the canonical JSON of its terms, ${edited}` });
+  const termsText = await failureAfter(
+    [[`UPDATE clearing_transactions SET terms_text = ? WHERE txn_id = ?`, [edited, ids.settle]]],
+    [[`UPDATE clearing_transactions SET terms_text = ? WHERE txn_id = ?`, [text, ids.settle]]],
+  );
+  assert.deepEqual(termsText, { entry: ids.settle, position, reason: `entry ${ids.settle} at position ${position} has terms_text ${edited}, which is not the canonical JSON of its terms, ${text}` });
 });
 
 test('an entry deleted with its postings: named as missing from the journal', async () => {

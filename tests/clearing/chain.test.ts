@@ -26,12 +26,14 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
+import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import type { Knex } from 'knex';
 import { migrationSource } from '../../migrations/index.ts';
 import { audit } from '../../src/backup/audit.ts';
 import { batchHash, merkleRoot } from '../../src/backup/chain.ts';
 import { readChainPoint } from '../../src/clearing/checkpoint.ts';
+import { opsText } from '../../src/clearing/ledger-op.ts';
 import { openFreshDatabase } from '../helpers/clearing.ts';
 import { useOpened } from '../helpers/hooks.ts';
 
@@ -114,11 +116,19 @@ const anyEntry = entryWith(fc.dictionary(text, fc.jsonValue({ maxDepth: 3 }), { 
 /** An entry as generated. */
 type Entry = typeof entry extends fc.Arbitrary<infer T> ? T : never;
 
+/**
+ * How an entry is written: `binding`, through `clearing_post_entry` with the operation's JSON as the
+ * binding sends it (`opsText`: the terms as their canonical text, `terms_text`); `terms`, through
+ * `clearing_post_entry` with the terms as a JSON object (as before migration 027); `direct`, by
+ * inserting its rows.
+ */
+type Way = 'binding' | 'terms' | 'direct';
+const ways = fc.constantFrom<Way>('binding', 'terms', 'direct');
 /** Entries written so far: makes every generated id unique. */
 let written = 0;
 
-/** Writes `entries` in one transaction, as the binding's group commit does (`clearing_post_entry`), or directly when `direct`: accounts named by generated text, a reversal's target first. Answers the ids in the order written, and those written directly. */
-async function commit(knex: Knex, entries: Entry[], names: string[], direct: boolean[]): Promise<{ order: string[]; directIds: Set<string> }> {
+/** Writes `entries` in one transaction, as the binding's group commit does (`clearing_post_entry`), or directly, as `way` says (each entry the next of `way`, round): accounts named by generated text, a reversal's target first. Answers the ids in the order written, and those written directly. */
+async function commit(knex: Knex, entries: Entry[], names: string[], way: Way[]): Promise<{ order: string[]; directIds: Set<string> }> {
   const order: string[] = [];
   const directIds = new Set<string>();
   await knex.transaction(async (trx) => {
@@ -136,10 +146,13 @@ async function commit(knex: Knex, entries: Entry[], names: string[], direct: boo
       const total = e.postings.reduce((sum, p) => sum + p.delta, 0n);
       const postings = [...e.postings, { delta: -total, kind: 'balance' }].filter((p) => p.delta !== 0n).map((p) => ({ account, delta: p.delta.toString(), kind: p.kind }));
       const row = { txn_id: txnId, door: e.door, account, amount: e.amount.toString(), terms: e.terms, reverses, hold_id: e.hold_id, reason: e.reason, actor: e.actor, ref: e.ref, memo: e.memo, simulated: e.simulated };
-      if (direct[i % direct.length]) {
+      const how = way[i % way.length];
+      if (how === 'direct') {
         directIds.add(txnId);
         await trx('clearing_transactions').insert({ ...row, terms: JSON.stringify(e.terms) });
         for (const p of postings) await trx('clearing_postings').insert({ txn_id: txnId, ...p });
+      } else if (how === 'binding') {
+        await trx.raw(`SELECT clearing_post_entry((?::jsonb)->0)`, [opsText([{ op: 'post', ...row, postings }])]);
       } else {
         await trx.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ ...row, postings })]);
       }
@@ -160,16 +173,20 @@ function expectedLinks(order: string[], directIds: Set<string>): string[][] {
   return links;
 }
 
-/** Commits transactions of generated entries (`runs` of them), checking each leaf against migration 020's text, and each link's entries, root and hash. */
-async function chainsAs020(knex: Knex, entries: fc.Arbitrary<Entry>, runs: number): Promise<void> {
+/**
+ * Commits transactions of generated entries (`runs` of them), written in the ways `how` draws,
+ * checking each leaf against migration 020's text, each link's entries, root and hash, and that an
+ * entry the binding wrote holds its terms' canonical text (`terms_text`), another none.
+ */
+async function chainsAs020(knex: Knex, entries: fc.Arbitrary<Entry>, how: fc.Arbitrary<Way>, runs: number): Promise<void> {
   await fc.assert(
     fc.asyncProperty(
       fc.array(entries, { minLength: 1, maxLength: 6 }),
       fc.array(text.filter((s) => s !== ''), { minLength: 1, maxLength: 3 }),
-      fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }),
-      async (batch, names, direct) => {
+      fc.array(how, { minLength: 1, maxLength: 3 }),
+      async (batch, names, way) => {
         const before = await readChainPoint(knex);
-        const { order, directIds } = await commit(knex, batch, names, direct);
+        const { order, directIds } = await commit(knex, batch, names, way);
         const links = await linksAfter(knex, before.size);
         assert.deepEqual(links.map((l) => l.entries), expectedLinks(order, directIds));
         let [size, prev] = [before.size, before.head];
@@ -185,6 +202,9 @@ async function chainsAs020(knex: Knex, entries: fc.Arbitrary<Entry>, runs: numbe
         const leaves: Array<{ txn_id: string; leaf: string; leaf_020: string }> = (await knex.raw(LEAVES_020, [before.size])).rows;
         assert.equal(leaves.length, order.length, 'every entry of the transaction is chained');
         for (const leaf of leaves) assert.equal(leaf.leaf, leaf.leaf_020, leaf.txn_id);
+        const texts = new Map(order.filter((id) => id.startsWith('txn-')).map((id, i) => [id, way[i % way.length] === 'binding' ? canonicalize(batch[i].terms)! : null]));
+        const stored = await knex('clearing_transactions').whereIn('txn_id', [...texts.keys()]).select('txn_id', 'terms_text');
+        assert.deepEqual(new Map(stored.map((r) => [r.txn_id, r.terms_text])), texts, 'terms_text: the canonical JSON of the terms the binding wrote, else null');
       },
     ),
     { numRuns: runs },
@@ -193,7 +213,7 @@ async function chainsAs020(knex: Knex, entries: fc.Arbitrary<Entry>, runs: numbe
 
 test('every leaf of generated entries hashes as migration 020 built the entry; each link as RFC 6962 and holon audit recompute it', async () => {
   const { knex } = journal.db;
-  await chainsAs020(knex, entry, 40);
+  await chainsAs020(knex, entry, ways, 40);
   const report = await audit({ clearing: knex, gateway: null });
   assert.equal(report.failure, null, JSON.stringify(report.failure));
   assert.ok(report.chain.size >= 40, `${report.chain.size} entries chained`);
@@ -250,15 +270,32 @@ test('a hand-written entry with every kind of value: its leaf is the documented 
   assert.equal(link.hash, createHash('sha256').update(canonical, 'utf8').digest('hex'));
 });
 
-test('terms the audit does not agree on (astral keys, integers beyond 2^53): still migration 020\'s bytes', async () => {
-  await chainsAs020(journal.db.knex, anyEntry, 15);
+test('terms the audit does not agree on (astral keys, integers beyond 2^53), written without terms_text: still migration 020\'s bytes', async () => {
+  await chainsAs020(journal.db.knex, anyEntry, fc.constantFrom<Way>('terms', 'direct'), 15);
+});
+
+test('any terms the binding writes (astral keys, integers beyond 2^53 included): the leaf hashes their canonical text, and holon audit agrees', async () => {
+  const { db, dispose } = await openFreshDatabase();
+  try {
+    await fc.assert(
+      fc.asyncProperty(fc.array(anyEntry, { minLength: 1, maxLength: 4 }), fc.array(text.filter((s) => s !== ''), { minLength: 1, maxLength: 2 }), async (batch, names) => {
+        await commit(db.knex, batch, names, ['binding']);
+      }),
+      { numRuns: 15 },
+    );
+    const report = await audit({ clearing: db.knex, gateway: null });
+    assert.equal(report.failure, null, JSON.stringify(report.failure));
+  } finally {
+    await dispose();
+  }
 });
 
 test('a journal chained one entry per link goes on in batch links after migration 026; a checkpoint kept before still checks', async () => {
   const { db, dispose } = await openFreshDatabase();
   try {
     const knex = db.knex;
-    await knex.migrate.down({ migrationSource });
+    await knex.migrate.down({ migrationSource }); // 027
+    await knex.migrate.down({ migrationSource }); // 026
     assert.equal(await knex.schema.hasTable('clearing_journal_batches'), false);
     await knex.raw(`INSERT INTO clearing_accounts (id, kind) VALUES ('upgrade', 'holder')`);
     const credit = (txn_id: string) => knex.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ txn_id, door: 'credit', account: 'upgrade', amount: '1', terms: {}, postings: [] })]);
@@ -279,11 +316,41 @@ test('a journal chained one entry per link goes on in batch links after migratio
     assert.deepEqual(links.map((l) => [Number(l.position), l.entries]), [[5, ['new-1', 'new-2', 'new-3']], [6, ['new-4']]]);
     assert.equal(links[0].hash, batchHash(kept.head, links[0].root, 5), 'the first batch link follows the last one-entry link');
     assert.equal(await knex('clearing_journal_chain').count({ n: '*' }).first().then((r) => Number(r!.n)), 2, 'no one-entry link is written after the migration');
+    await knex.migrate.latest({ migrationSource }); // the audit reads today's schema: `holon audit` opens a database migrated to it
     const report = await audit({ clearing: knex, gateway: null }, kept);
     assert.deepEqual(report, { failure: null, chain: { size: 6, head: links[1].hash }, accounts: report.accounts, settled_receipts: 0 });
     assert.deepEqual((await audit({ clearing: knex, gateway: null }, { size: 4, head: links[0].hash })).failure, {
       entry: 'new-1', position: 3, reason: 'the checkpoint is not a prefix of this journal: its size 4 falls inside the link of positions 3 to 5',
     });
+  } finally {
+    await dispose();
+  }
+});
+
+test('entries chained before migration 027 keep their leaves; after it the binding\'s entries carry terms_text, and the audit passes over both', async () => {
+  const { db, dispose } = await openFreshDatabase();
+  try {
+    const knex = db.knex;
+    await knex.migrate.down({ migrationSource });
+    assert.equal(await knex.schema.hasColumn('clearing_transactions', 'terms_text'), false);
+    await knex.raw(`INSERT INTO clearing_accounts (id, kind) VALUES ('upgrade', 'holder')`);
+    const credit = (txn_id: string) => ({ op: 'post' as const, txn_id, door: 'credit', account: 'upgrade', amount: '1', terms: { b: 'x', a: 2 }, postings: [] });
+    await knex.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify(credit('before-027'))]);
+    const [before] = await linksAfter(knex, 0);
+
+    await knex.migrate.up({ migrationSource });
+    await knex.raw(`SELECT clearing_post_entry((?::jsonb)->0)`, [opsText([credit('after-027')])]);
+    const rows = await knex('clearing_transactions').orderBy('txn_id', 'desc').select('txn_id', 'terms', 'terms_text');
+    assert.deepEqual(rows, [
+      { txn_id: 'before-027', terms: { a: 2, b: 'x' }, terms_text: null },
+      { txn_id: 'after-027', terms: { a: 2, b: 'x' }, terms_text: '{"a":2,"b":"x"}' },
+    ]);
+    const links = await linksAfter(knex, 0);
+    assert.deepEqual(links[0], before, 'the link written before the migration is unchanged');
+    const leaf = (txnId: string) => createHash('sha256').update(Buffer.from([0]))
+      .update(`{"account":"upgrade","actor":null,"amount":"1","door":"credit","hold_id":null,"memo":null,"postings":[],"reason":null,"ref":null,"reverses":null,"simulated":false,"terms":{"a":2,"b":"x"},"txn_id":"${txnId}"}`).digest('hex');
+    assert.deepEqual(links.map((l) => l.leaves), [[leaf('before-027')], [leaf('after-027')]]);
+    assert.equal((await audit({ clearing: knex, gateway: null })).failure, null);
   } finally {
     await dispose();
   }

@@ -20,11 +20,15 @@
 --
 -- The entry's canonical text is written out for its fixed shape, as migration 025 did: strings as
 -- PostgreSQL's JSON text of them (to_json, the escaping clearing_canonical.sql uses), a missing
--- value as null, amounts as decimal text. Terms, the one free-form member, is written here member
--- by member when it is an object (every door's terms are a flat object: keys sorted COLLATE "C",
--- strings, booleans and nulls as PostgreSQL's JSON text of them, integers of at most 15 digits as
--- their digits), and any other value, or member, goes through clearing_canonical: its query and
--- function call per entry cost more than the rest of the text (bench/README.md). All leaves come
+-- value as null, amounts as decimal text. Terms, the one free-form member, is the entry's
+-- terms_text when it has one: the canonical JSON the binding wrote, from which
+-- clearing_post_entry.sql stored the terms (since migration 027; writing the terms out here was
+-- the largest part of an entry's cost, bench/README.md). Else (an entry written before migration
+-- 027 or by other SQL) it is written here member by member when it is an object (every door's
+-- terms are a flat object: keys sorted COLLATE "C", strings, booleans and nulls as PostgreSQL's
+-- JSON text of them, integers of at most 15 digits as their digits), and any other value, or
+-- member, goes through clearing_canonical: its query and function call per entry cost more than
+-- the rest of the text (bench/README.md). All leaves come
 -- from one statement, so a batch of 16 settles pays for one link, not 16. An entry's postings are
 -- read in id order from the index clearing_postings_txn_id (txn_id, id), with no sort.
 --
@@ -35,7 +39,7 @@
 -- PostgreSQL would otherwise plan the leaves' statement again at every call (about 1.1 M
 -- instructions per link, measured; bench/README.md): its plan does not depend on the ids.
 --
--- Created by migration 026.
+-- Created by migration 026; this text since migration 027.
 CREATE OR REPLACE FUNCTION clearing_chain_batch(list text) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
    DECLARE ids text[] := ARRAY(SELECT json_array_elements_text(('[' || btrim(list, ',') || ']')::json));
      size bigint; prev text; leaves text[]; level text[]; next text[]; n int; root text;
@@ -54,10 +58,10 @@ CREATE OR REPLACE FUNCTION clearing_chain_batch(list text) RETURNS void LANGUAGE
                                                   FROM clearing_postings p WHERE p.txn_id = t.txn_id ORDER BY p.id), ',')
                 || '],"reason":' || coalesce(to_json(t.reason)::text, 'null') || ',"ref":' || coalesce(to_json(t.ref)::text, 'null')
                 || ',"reverses":' || coalesce(to_json(t.reverses)::text, 'null') || ',"simulated":' || to_json(t.simulated)::text
-                || ',"terms":' || CASE WHEN jsonb_typeof(t.terms) = 'object' THEN '{' || coalesce((SELECT string_agg(to_json(e.key)::text || ':' || CASE
+                || ',"terms":' || coalesce(t.terms_text, CASE WHEN jsonb_typeof(t.terms) = 'object' THEN '{' || coalesce((SELECT string_agg(to_json(e.key)::text || ':' || CASE
                           WHEN jsonb_typeof(e.value) IN ('string', 'boolean', 'null') OR e.value::text ~ '^-?[0-9]{1,15}$' THEN e.value::text
                           ELSE clearing_canonical(e.value) END, ',' ORDER BY e.key COLLATE "C") FROM jsonb_each(t.terms) AS e), '') || '}'
-                   ELSE clearing_canonical(t.terms) END
+                   ELSE clearing_canonical(t.terms) END)
                 || ',"txn_id":' || to_json(t.txn_id)::text || '}', 'UTF8')), 'hex')
          FROM unnest(ids) WITH ORDINALITY AS x(txn_id, i) JOIN clearing_transactions t ON t.txn_id = x.txn_id
         ORDER BY x.i);

@@ -6,11 +6,17 @@
 -- transaction's list of entries to chain at commit, holon.chain_pending (clearing_chain_entry.sql;
 -- since migration 026).
 --
--- Created by migration 014; this text since migration 026.
+-- terms_text, when the operation has it, is the canonical JSON (RFC 8785) of the entry's terms as
+-- the binding wrote it (src/clearing/ledger-op.ts): it is stored, and the terms stored are that
+-- text read as jsonb, so the two never disagree; the entry's leaf takes it as it is
+-- (clearing_chain_batch.sql). Without it, the operation's `terms` are stored and terms_text is
+-- NULL (since migration 027).
+--
+-- Created by migration 014; this text since migration 027.
 CREATE OR REPLACE FUNCTION clearing_post_entry(o jsonb) RETURNS boolean LANGUAGE plpgsql AS $$
    BEGIN
-     INSERT INTO clearing_transactions (txn_id, door, account, amount, terms, reverses, hold_id, reason, actor, ref, memo, simulated)
-     VALUES (o->>'txn_id', o->>'door', o->>'account', (o->>'amount')::bigint, o->'terms', o->>'reverses', o->>'hold_id',
+     INSERT INTO clearing_transactions (txn_id, door, account, amount, terms, terms_text, reverses, hold_id, reason, actor, ref, memo, simulated)
+     VALUES (o->>'txn_id', o->>'door', o->>'account', (o->>'amount')::bigint, coalesce((o->>'terms_text')::jsonb, o->'terms'), o->>'terms_text', o->>'reverses', o->>'hold_id',
              o->>'reason', o->>'actor', o->>'ref', o->>'memo', coalesce((o->>'simulated')::boolean, false))
      ON CONFLICT (txn_id) DO NOTHING;
      IF NOT FOUND THEN RETURN false; END IF;
