@@ -5,11 +5,15 @@
  * 32 values and answers at once. During a failover the old primary, restarted by its keeper,
  * still answers such reads for a moment from a sequence the new primary never saw, so two calls
  * (one id drawn there, one on the new primary) could get one id, and the second's receipt would
- * overwrite the first's. Here ids are drawn in blocks by a statement that takes a transaction id
- * (`txid_current()`), so its commit waits for the WAL flush and for the synchronous standby like
- * any write: an id is handed out only once it is durable where the next primary will be, and an
- * old primary that lost its standby hands out none. One such commit per
- * {@link RECEIPT_ID_BLOCK} calls; ids stay increasing within a process, and unique across processes.
+ * overwrite the first's. Here ids are drawn in blocks of {@link RECEIPT_ID_BLOCK}, more than the
+ * 32 values PostgreSQL hands out per WAL record of a sequence, so every block's statement writes
+ * one, under a transaction id (`nextval` takes one when it logs, for this reason), and its
+ * commit waits for the WAL flush and for the synchronous standby like any write: an id is handed
+ * out only once it is durable where the next primary will be, and an old primary that lost its
+ * standby hands out none. (A `txid_current()` would not do it: PostgreSQL waits for the standby
+ * only when the transaction wrote WAL; `tests/fleet/durable-read.test.ts` checks the wait.) One
+ * such commit per {@link RECEIPT_ID_BLOCK} calls; ids stay increasing within a process, and
+ * unique across processes.
  *
  * Bounds: at most {@link RECEIPT_ID_BLOCK} ids wait in a process; one block is drawn at a time, and
  * a caller waits for at most the draws it takes to get one.
@@ -17,10 +21,10 @@
 import type { Knex } from 'knex';
 import { receiptIdOf } from './receipts.ts';
 
-/** Ids drawn per durable round trip. */
+/** Ids drawn per durable round trip: more than 32, so each draw writes WAL (see the module comment). */
 export const RECEIPT_ID_BLOCK = 64;
 
-const DRAW_BLOCK = `SELECT nextval('gateway_receipt_seq') AS n, txid_current() AS xid FROM generate_series(1, ${RECEIPT_ID_BLOCK})`;
+const DRAW_BLOCK = `SELECT nextval('gateway_receipt_seq') AS n FROM generate_series(1, ${RECEIPT_ID_BLOCK})`;
 
 /** The receipt ids one gateway process hands out (see the module comment). */
 export class ReceiptIds {

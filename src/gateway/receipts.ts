@@ -154,16 +154,23 @@ export async function readReceipt(db: Knex | Knex.Transaction, id: string): Prom
 }
 
 /**
- * Reads one receipt, or null, as the synchronous standby has it too (issue 27 §2): the read takes
- * a transaction id, so its commit waits for the standby like a write's, and it answers only once
- * what it read is durable where the next primary will be. An old primary a failover engine
+ * Reads one receipt, or null, as the synchronous standby has it too (issue 27 §2): the read locks
+ * the row (`FOR KEY SHARE`: the call's own writes of its receipt do not wait for it), and locking a row writes WAL
+ * under a transaction id, so its commit waits for the standby like a write's: it answers only
+ * once what it read is durable where the next primary will be. An old primary a failover engine
  * restarted for a moment, whose own commits the new primary never saw, cannot answer it (it has
- * no standby left): it blocks there until that node is demoted. Gives up after `timeout_ms`
- * without cancelling: a cancel is sent on a new connection, which after a failover reaches another
- * server, where the same backend pid is someone else's query.
+ * no standby left): it blocks there until that node is demoted. A transaction id alone is not
+ * enough: PostgreSQL waits for the standby only when the transaction wrote WAL, and a
+ * `txid_current()` writes none, so such a read came back at once from a restarted old primary
+ * with a receipt its standby never had (the failover test's 8 calls answered 200, then lost;
+ * `tests/fleet/durable-read.test.ts`). A receipt that does not exist locks nothing and answers
+ * null at once. Gives up after `timeout_ms` without cancelling: a cancel is sent on a new
+ * connection, which after a failover reaches another server, where the same backend pid is
+ * someone else's query (and a cancelled wait for the standby would commit as if it had
+ * answered).
  */
 export async function readReceiptDurably(db: Knex, id: string, timeout_ms: number): Promise<Receipt | null> {
-  const rows = (await db.raw('SELECT document, txid_current() AS xid FROM gateway_receipts WHERE id = ?', [id]).timeout(timeout_ms)).rows;
+  const rows = (await db.raw('SELECT document FROM gateway_receipts WHERE id = ? FOR KEY SHARE', [id]).timeout(timeout_ms)).rows;
   return rows.length > 0 ? documentOf(rows[0]) : null;
 }
 

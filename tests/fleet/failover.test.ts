@@ -18,8 +18,11 @@
  * figures (`failover: {...}`).
  *
  * Postgres leg only (DATABASE_URL set); there it fails, never skips, when pg_autoctl is missing.
- * It found two defects, both fixed: receipt ids drawn on an old primary the engine had restarted
- * (`receipt-ids.ts`), and a call whose closing commit's answer was lost (`lifecycle.ts`).
+ * It found three defects, all fixed: receipt ids drawn on an old primary the engine had restarted
+ * (`receipt-ids.ts`), a call whose closing commit's answer was lost (`lifecycle.ts`), and the
+ * receipt such a call read back from a restarted old primary without waiting for the standby
+ * (8 calls answered 200, then lost; `receipts.ts`, `durable-read.test.ts`). When a call is lost,
+ * the run prints the engine's events from a second before the kill on.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -210,6 +213,11 @@ async function failoverRun(cluster: PgCluster, fleet: Fleet, run: number, replic
     const row = await books.knex('gateway_receipts').where({ id }).first('status', 'process');
     const reservation = await books.knex('gateway_reservations').where({ receipt: id }).first('status', 'spent_micros');
     console.log(`failover: LOST ${id}: answered 200 by ${answers.get(id)}; on the books: ${JSON.stringify({ row, reservation, error: documents.get(id)?.error, billed: documents.get(id)?.billed })}`);
+  }
+  // What the engine did around the kill, for the report of a lost call.
+  if (lost > 0 && killed_at !== null) {
+    console.log(`failover: killed at ${new Date(killed_at).toISOString()}`);
+    for (const line of await cluster.events(new Date(killed_at - 1_000))) console.log(`failover: engine: ${line}`);
   }
   const gateway_id = (await books.knex('gateway_identity').first('id')).id as string;
   const settles = (await books.knex('clearing_transactions').where('txn_id', 'like', `settle:${gateway_id}:%`).pluck('txn_id')) as string[];

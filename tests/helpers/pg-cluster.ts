@@ -13,12 +13,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { closedPort } from './cli.ts';
 import { waitFor } from './gateway.ts';
-
-/** The directory of Debian's PostgreSQL binaries pg_autoctl needs on its PATH (the newest installed), or null. */
-function pgBin(): string | null {
-  const found = spawnSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1'], { encoding: 'utf8' }).stdout.trim();
-  return found || null;
-}
+import { pgBin } from './pg-server.ts';
 
 /** Why pg_autoctl cannot run here (not installed), or null when it can. */
 export function missingPgAutoctl(): string | null {
@@ -56,6 +51,8 @@ export interface PgCluster {
   killPrimary(): Promise<ClusterNode>;
   /** Whether the primary waits for the standby at commit: synchronous (replication-quorum true, the default) or asynchronous. */
   setSynchronous(synchronous: boolean): Promise<void>;
+  /** The monitor's events (`pgautofailover.event`) since `since`, one line each (time, node, reported and goal state, LSN, description): what the engine did, for a report. */
+  events(since: Date): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -168,6 +165,10 @@ export async function startPgCluster(): Promise<PgCluster> {
           await client.end();
         }
       }, 30_000);
+    },
+    async events(since) {
+      const rows = await monitorQuery(`SELECT eventtime, nodename, reportedstate, goalstate, reportedlsn, description FROM pgautofailover.event WHERE eventtime >= '${since.toISOString()}' ORDER BY eventid`);
+      return rows.map((row) => `${new Date(row.eventtime).toISOString()} ${row.nodename} ${row.reportedstate} -> ${row.goalstate} lsn ${row.reportedlsn}: ${row.description}`);
     },
     stop,
   };
