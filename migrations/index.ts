@@ -25,6 +25,7 @@ import * as signingKeys from './021_signing_keys.ts';
 import * as journalChainCost from './025_journal_chain_cost.ts';
 import * as journalChainBatches from './026_journal_chain_batches.ts';
 import * as journalTermsText from './027_journal_terms_text.ts';
+import * as journalChainLockLate from './028_journal_chain_lock_late.ts';
 
 /** A migration module: `up` applies it, `down` undoes it. */
 export interface Migration {
@@ -55,6 +56,7 @@ const migrations: Record<string, Migration> = {
   '025_journal_chain_cost': journalChainCost,
   '026_journal_chain_batches': journalChainBatches,
   '027_journal_terms_text': journalTermsText,
+  '028_journal_chain_lock_late': journalChainLockLate,
 };
 
 /** knex's `migrationSource` over the table above. */

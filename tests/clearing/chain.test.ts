@@ -290,12 +290,16 @@ test('any terms the binding writes (astral keys, integers beyond 2^53 included):
   }
 });
 
+/** Undoes migrations, newest first, until `version` (its number, e.g. `'025'`) is the last one applied: the next `migrate.up` applies the one after it. */
+async function downTo(knex: Knex, version: string): Promise<void> {
+  while ((await knex.migrate.currentVersion({ migrationSource })) !== version) await knex.migrate.down({ migrationSource });
+}
+
 test('a journal chained one entry per link goes on in batch links after migration 026; a checkpoint kept before still checks', async () => {
   const { db, dispose } = await openFreshDatabase();
   try {
     const knex = db.knex;
-    await knex.migrate.down({ migrationSource }); // 027
-    await knex.migrate.down({ migrationSource }); // 026
+    await downTo(knex, '025');
     assert.equal(await knex.schema.hasTable('clearing_journal_batches'), false);
     await knex.raw(`INSERT INTO clearing_accounts (id, kind) VALUES ('upgrade', 'holder')`);
     const credit = (txn_id: string) => knex.raw(`SELECT clearing_post_entry(?::jsonb)`, [JSON.stringify({ txn_id, door: 'credit', account: 'upgrade', amount: '1', terms: {}, postings: [] })]);
@@ -331,7 +335,7 @@ test('entries chained before migration 027 keep their leaves; after it the bindi
   const { db, dispose } = await openFreshDatabase();
   try {
     const knex = db.knex;
-    await knex.migrate.down({ migrationSource });
+    await downTo(knex, '026');
     assert.equal(await knex.schema.hasColumn('clearing_transactions', 'terms_text'), false);
     await knex.raw(`INSERT INTO clearing_accounts (id, kind) VALUES ('upgrade', 'holder')`);
     const credit = (txn_id: string) => ({ op: 'post' as const, txn_id, door: 'credit', account: 'upgrade', amount: '1', terms: { b: 'x', a: 2 }, postings: [] });
@@ -350,6 +354,28 @@ test('entries chained before migration 027 keep their leaves; after it the bindi
     const leaf = (txnId: string) => createHash('sha256').update(Buffer.from([0]))
       .update(`{"account":"upgrade","actor":null,"amount":"1","door":"credit","hold_id":null,"memo":null,"postings":[],"reason":null,"ref":null,"reverses":null,"simulated":false,"terms":{"a":2,"b":"x"},"txn_id":"${txnId}"}`).digest('hex');
     assert.deepEqual(links.map((l) => l.leaves), [[leaf('before-027')], [leaf('after-027')]]);
+    assert.equal((await audit({ clearing: knex, gateway: null })).failure, null);
+  } finally {
+    await dispose();
+  }
+});
+
+test('transactions committing at once each get their own link, in commit order: positions follow on and every link names the one before', async () => {
+  const { db, dispose } = await openFreshDatabase();
+  try {
+    const knex = db.knex;
+    await knex.raw(`INSERT INTO clearing_accounts (id, kind) VALUES ('racer', 'holder')`);
+    const entry = (txn_id: string) => JSON.stringify({ txn_id, door: 'credit', account: 'racer', amount: '1', terms: {}, postings: [] });
+    // 8 transactions of 3 entries at a time (on Postgres they compute their links side by side and queue only for the tail), 4 rounds.
+    for (let round = 0; round < 4; round++) {
+      await Promise.all(Array.from({ length: 8 }, (_, t) => knex.transaction(async (trx) => {
+        for (let e = 0; e < 3; e++) await trx.raw(`SELECT clearing_post_entry(?::jsonb)`, [entry(`race-${round}-${t}-${e}`)]);
+      })));
+    }
+    const links = await linksAfter(knex, 0);
+    assert.deepEqual(links.map((l) => Number(l.position)), Array.from({ length: 32 }, (_, i) => 3 * (i + 1)));
+    assert.deepEqual(links.map((l) => l.entries.map((id: string) => id.replace(/-\d+$/, '')).every((id: string) => id === l.entries[0].replace(/-\d+$/, ''))), Array(32).fill(true), 'each link holds one transaction\'s entries');
+    links.forEach((l, i) => assert.equal(l.hash, batchHash(i === 0 ? null : links[i - 1].hash, l.root, Number(l.position))));
     assert.equal((await audit({ clearing: knex, gateway: null })).failure, null);
   } finally {
     await dispose();

@@ -33,22 +33,20 @@
 -- read in id order from the index clearing_postings_txn_id (txn_id, id), with no sort.
 --
 -- The caller holds the chain's tail: this locks clearing_journal_batches in EXCLUSIVE mode (readers
--- go on) until its transaction ends, so positions follow commit order.
+-- go on) until its transaction ends, so positions follow commit order. It takes the lock only once
+-- the leaves and the root are computed (they are the transaction's own): the lock is held through
+-- the commit, whose WAL flush the next batch waits for, so what is done under it is what every
+-- batch waits for in turn (since migration 028).
 --
 -- SET plan_cache_mode = force_generic_plan: the statements here take the list as a parameter, and
 -- PostgreSQL would otherwise plan the leaves' statement again at every call (about 1.1 M
 -- instructions per link, measured; bench/README.md): its plan does not depend on the ids.
 --
--- Created by migration 026; this text since migration 027.
+-- Created by migration 026; this text since migration 028.
 CREATE OR REPLACE FUNCTION clearing_chain_batch(list text) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
    DECLARE ids text[] := ARRAY(SELECT json_array_elements_text(('[' || btrim(list, ',') || ']')::json));
      size bigint; prev text; leaves text[]; level text[]; next text[]; n int; root text;
    BEGIN
-     LOCK TABLE clearing_journal_batches IN EXCLUSIVE MODE;
-     SELECT b.position, b.hash INTO size, prev FROM clearing_journal_batches b ORDER BY b.position DESC LIMIT 1;
-     IF NOT FOUND THEN
-       SELECT c.position, c.hash INTO size, prev FROM clearing_journal_chain c ORDER BY c.position DESC LIMIT 1;
-     END IF;
      leaves := ARRAY(
        SELECT encode(sha256('\x00'::bytea || convert_to(
                 '{"account":' || to_json(t.account)::text || ',"actor":' || coalesce(to_json(t.actor)::text, 'null')
@@ -78,6 +76,11 @@ CREATE OR REPLACE FUNCTION clearing_chain_batch(list text) RETURNS void LANGUAGE
        level := next;
      END LOOP;
      root := level[1];
+     LOCK TABLE clearing_journal_batches IN EXCLUSIVE MODE;
+     SELECT b.position, b.hash INTO size, prev FROM clearing_journal_batches b ORDER BY b.position DESC LIMIT 1;
+     IF NOT FOUND THEN
+       SELECT c.position, c.hash INTO size, prev FROM clearing_journal_chain c ORDER BY c.position DESC LIMIT 1;
+     END IF;
      size := coalesce(size, 0) + cardinality(ids);
      INSERT INTO clearing_journal_batches (position, entries, leaves, root, hash)
      VALUES (size, ids, leaves, root,
