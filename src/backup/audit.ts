@@ -90,8 +90,9 @@ const entryFailure = (row: Record<string, any>, position: number, reason: string
 function entryFault(row: Record<string, any>, position: number): string | null {
   if (row.txn_id === null) return `entry ${row.chained} at position ${position} is missing from the journal`;
   if (row.total !== '0') return `entry ${row.txn_id} at position ${position} does not sum to zero: its postings sum to ${row.total}`;
-  if (row.terms_text !== null && row.terms_text !== canonicalize(row.terms)) {
-    return `entry ${row.txn_id} at position ${position} has terms_text ${row.terms_text}, which is not the canonical JSON of its terms, ${canonicalize(row.terms)}`;
+  if (row.terms_text !== null) {
+    const canonical = canonicalize(row.terms);
+    if (row.terms_text !== canonical) return `entry ${row.txn_id} at position ${position} has terms_text ${row.terms_text}, which is not the canonical JSON of its terms, ${canonical}`;
   }
   return null;
 }

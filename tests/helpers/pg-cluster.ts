@@ -7,13 +7,12 @@
  * the `postgres` user (`runuser`), as the CI's throwaway server does.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chown, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { closedPort } from './cli.ts';
 import { waitFor } from './gateway.ts';
-import { pgBin } from './pg-server.ts';
+import { asRoot, pgBin, postgresTempDir } from './pg-server.ts';
 
 /** Why pg_autoctl cannot run here (not installed), or null when it can. */
 export function missingPgAutoctl(): string | null {
@@ -59,9 +58,7 @@ export interface PgCluster {
 /** Starts a monitor and two nodes; resolves once the standby is secondary. Throws (after stopping what started) on failure. */
 export async function startPgCluster(): Promise<PgCluster> {
   const bin = pgBin();
-  const dir = await mkdtemp(path.join(tmpdir(), 'holon-pgaf-'));
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot) await chown(dir, Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout), Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout));
+  const dir = await postgresTempDir('holon-pgaf-');
   const env = { PATH: `${bin}:${process.env.PATH}`, XDG_CONFIG_HOME: path.join(dir, 'config'), XDG_DATA_HOME: path.join(dir, 'data'), PGHOST: '127.0.0.1' };
   const command = (args: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', 'postgres', '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'pg_autoctl', ...args]] : ['pg_autoctl', args]);
   const autoctl = (args: string[]) =>

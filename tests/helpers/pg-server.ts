@@ -18,6 +18,16 @@ export function pgBin(): string | null {
   return found || null;
 }
 
+/** Whether this process runs as root: PostgreSQL's programs then run as the `postgres` user (`runuser`), which refuses root. */
+export const asRoot = process.getuid?.() === 0;
+
+/** A new temporary directory named `prefix…` that the user PostgreSQL's programs run as can write into. */
+export async function postgresTempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  if (asRoot) await chown(dir, Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout), Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout));
+  return dir;
+}
+
 /** A running lone server. */
 export interface LonePostgres {
   /** The URL of database `db` on it, as the superuser `postgres`. */
@@ -32,9 +42,7 @@ export interface LonePostgres {
 export async function startLonePostgres(): Promise<LonePostgres> {
   const bin = pgBin();
   if (!bin) throw new Error("PostgreSQL's binaries are not installed: apt-get install postgresql (.ci/run does)");
-  const dir = await mkdtemp(path.join(tmpdir(), 'holon-pg-'));
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot) await chown(dir, Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout), Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout));
+  const dir = await postgresTempDir('holon-pg-');
   const run = (program: string, args: string[]) => {
     const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, program), ...args]] : [path.join(bin, program), args];
     const result = spawnSync(file, argv, { encoding: 'utf8' });
