@@ -25,7 +25,8 @@ import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
 import { rankingRate, readMeasured } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
-import { budgetOf, closeParams, closeReservation, loadMandate, reserveParams, subMandateParams, type BudgetFigures, type StoredMandate } from './mandates.ts';
+import { budgetOf, closeParams, closeReservation, reserveParams, subMandateParams, type StoredMandate } from './mandates.ts';
+import { MandateCache } from './mandate-cache.ts';
 import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
 import { costView, now, readReceipt, readReceiptDurably, receiptParams, SAVE_RECEIPT, treeOf, type Receipt, type ReceiptError, type ReceiptTree } from './receipts.ts';
@@ -152,8 +153,6 @@ interface Call {
   request: CallRequest;
   options: CallOptions;
   mandate: StoredMandate;
-  /** The budget figures read with a root mandate (admission's view); null for a derived sub-mandate, read at admission. */
-  figures: BudgetFigures | null;
   receipt: Receipt;
   max_cost_micros: Micros | null;
   agent?: ListedAgent;
@@ -199,10 +198,13 @@ export class Gateway {
   /** This process's writes on mandate rows, grouped per mandate (issue 21 §2). */
   private readonly groups: MandateWriteGroups;
   private readonly receiptIds: ReceiptIds;
+  /** The root mandates this process read, kept a few seconds (issue 21 §1). */
+  private readonly mandates: MandateCache;
 
   constructor(private readonly deps: GatewayDeps) {
     this.groups = new MandateWriteGroups(deps.db);
     this.receiptIds = new ReceiptIds(deps.db);
+    this.mandates = new MandateCache(deps.db);
   }
 
   /** Makes every call check and link the files its input names (gateway §7 "Files"); set once, before the gateway serves. */
@@ -245,10 +247,9 @@ export class Gateway {
 
   /** {@link call}'s steps, inside its span. */
   private async callOnce(request: CallRequest, options: CallOptions): Promise<CallResult> {
-    const { db } = this.deps;
     const clock = this.deps.server_timing && !options.parent ? new PhaseClock() : null;
     const derived = options.parent?.sub;
-    const loaded = derived?.id === request.mandate ? null : await loadMandate(db, request.mandate);
+    const loaded = derived?.id === request.mandate ? null : await this.mandates.get(request.mandate);
     const mandate = loaded ?? (derived?.id === request.mandate ? derived : null);
     if (!mandate) throw new HttpError(404, 'no_such_mandate', `there is no mandate ${request.mandate}: check its id (issuer/name) against the mandates you were given`);
     const id = options.receipt ?? (await this.receiptIds.next(this.deps.process_id));
@@ -262,7 +263,6 @@ export class Gateway {
       request,
       options,
       mandate,
-      figures: loaded?.figures ?? null,
       max_cost_micros: null,
       receipt: {
         id,
@@ -444,7 +444,7 @@ export class Gateway {
    */
   private async checkFiles(files: FileAttacher, call: Call): Promise<void> {
     const root = this.rootMandate(call);
-    const issuer = root === call.mandate.id ? call.mandate.mandate.issuer : (await loadMandate(this.deps.db, root))!.mandate.issuer;
+    const issuer = root === call.mandate.id ? call.mandate.mandate.issuer : (await this.mandates.get(root))!.mandate.issuer;
     const attached = await files(call.request.input, issuer);
     if (!attached.ok) throw attached.code === 'file_not_found' ? new Stop('failed', 404, attached.code, attached.message) : new Stop('rejected_input', 422, attached.code, attached.message);
     call.files = attached.links;
@@ -471,13 +471,20 @@ export class Gateway {
    * §1 "Admit": checkCall against what remains of the budget. `deny` stops with 403; `approve`
    * holds the call as a pending approval (202) unless this is the run of an approved approval
    * (matched against it before any step: {@link checkApproved}).
+   *
+   * What remains is read only when the answer depends on it beyond "allow" (issue 21 §1: no
+   * read on a billed call's path). An allowed call's worst case is checked against the budget
+   * where it is reserved, under the mandate row's lock, and refused there with the same 403
+   * `over_budget`; a call that would be held for approval, or refused, is checked against the
+   * figures first, so a call over budget is refused, not held.
    */
   private async admit(call: Call): Promise<CallResult | null> {
     const agent = call.agent!;
     const manifest = agent.loaded.manifest;
     const wc = worstCase(manifest, call.mandate.mandate.budget, call.max_cost_micros);
-    const figures = call.figures ?? (await budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros));
-    const admission: Admission = checkCall(call.mandate.mandate, manifest, wc, this.context(call, call.request.capability ?? null, agent, figures.remaining_micros));
+    const admitWith = (remaining_micros: Micros) => checkCall(call.mandate.mandate, manifest, wc, this.context(call, call.request.capability ?? null, agent, remaining_micros));
+    let admission: Admission = admitWith(Number.MAX_SAFE_INTEGER);
+    if (admission.decision !== 'allow') admission = admitWith((await budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros)).remaining_micros);
     if (wc.ok) call.receipt.worst_case = formatMoney(wc.worst_case_micros);
     if (admission.decision === 'deny') throw new Stop('denied', 403, admission.code, admission.reason);
     const worst = wc as Extract<WorstCase, { ok: true }>;

@@ -93,18 +93,19 @@ export async function budgetOf(db: Knex | Knex.Transaction, id: string, total_mi
   return figuresOf(total_micros, await db('gateway_mandates').where({ id }).first('reserved_micros', 'spent_micros'));
 }
 
-/** The parameters of {@link RESERVE_CTES}: the mandate, its `total_micros`, the call's worst case (micro-units) and its receipt id. */
-export type ReserveParam = 'mandate' | 'total_micros' | 'worst_case_micros' | 'receipt_id';
+/** The parameters of {@link RESERVE_CTES}: the mandate, the call's worst case (micro-units) and its receipt id. */
+export type ReserveParam = 'mandate' | 'worst_case_micros' | 'receipt_id';
 
 /**
  * Reserving as CTEs, for a statement that writes more with it: `reserved` (the mandate's id,
  * when its `reserved_micros` grew by the worst case: only while total − spent − reserved still
- * covers it, checked under the row's lock on its latest version) and `reservation` (the
+ * covers it, checked under the row's lock on its latest version, with the row's own
+ * `total_micros`, not the document the caller read: `mandate-cache.ts`) and `reservation` (the
  * reservation row, written only then). A worst case exactly equal to what remains fits (open point 6).
  */
 export const RESERVE_CTES = `reserved AS (
     UPDATE gateway_mandates SET reserved_micros = reserved_micros + :worst_case_micros::bigint
-    WHERE id = :mandate::text AND :total_micros::bigint - spent_micros - reserved_micros >= :worst_case_micros::bigint
+    WHERE id = :mandate::text AND total_micros - spent_micros - reserved_micros >= :worst_case_micros::bigint
     RETURNING id),
   reservation AS (
     INSERT INTO gateway_reservations (receipt, mandate, worst_case_micros, status)
@@ -112,7 +113,7 @@ export const RESERVE_CTES = `reserved AS (
 
 /** The parameters of {@link RESERVE_CTES} for a call (`receipt_id`) reserving `worst_case_micros` under `mandate`. */
 export function reserveParams(mandate: StoredMandate, receipt_id: string, worst_case_micros: Micros): Record<ReserveParam, unknown> {
-  return { mandate: mandate.id, total_micros: mandate.mandate.budget.total_micros, worst_case_micros, receipt_id };
+  return { mandate: mandate.id, worst_case_micros, receipt_id };
 }
 
 /** The parameters of {@link SUB_MANDATE_CTE}; all null when the call derives no sub-mandate. */

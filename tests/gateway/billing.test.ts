@@ -204,6 +204,22 @@ describe('§2 caller cap: max_cost', () => {
     assert.deepEqual(budget.body.budget, { currency: 'EUR', total: '0.20', spent: '0.01', reserved: '0.00', remaining: '0.19' });
   });
 
+  test('over budget: refused 403 with the figures, whether the call would be allowed or held for approval (issue 21 §1: an allowed one is checked where it is reserved)', async () => {
+    const mandate = await gw.mandate({ budget: { total: '0.50', currency: 'EUR' }, approval: { above: '0.30' } });
+    const { response: first } = await measured(mandate, { agent: 'gt/quote', input: { quote: '0.25' }, max_cost: '0.30' });
+    assert.equal(first.status, 200);
+    const refusal = (worst: string) => `worst case ${worst} EUR exceeds the remaining budget 0.25 EUR of mandate ${mandate.id}; its issuer can grant a larger budget (GET /v0/mandates/{id} shows what is spent and reserved)`;
+    // Worst case 0.30, no approval needed: allowed at admission, refused by the reservation.
+    const { response: allowed, moved } = await measured(mandate, { agent: 'gt/quote', input: { quote: '0.01' }, max_cost: '0.30' });
+    assert.deepEqual([allowed.status, allowed.body.code, allowed.body.receipt.error.message, allowed.body.receipt.status], [403, 'over_budget', refusal('0.30'), 'denied']);
+    assertNotBilled(allowed, moved);
+    // Worst case 0.50, above the approval threshold: refused, not held.
+    const held = await gw.call({ mandate: mandate.id, agent: 'gt/quote', input: { quote: '0.01' } });
+    assert.deepEqual([held.status, held.body.code, held.body.receipt.error.message, held.body.receipt.approval], [403, 'over_budget', refusal('0.50'), null]);
+    const budget = await gw.http.get(`/v0/mandates/${mandate.id}`).expect(200);
+    assert.deepEqual(budget.body.budget, { currency: 'EUR', total: '0.50', spent: '0.25', reserved: '0.00', remaining: '0.25' });
+  });
+
   test('the approval check uses max_cost: a 0.50 agent called for at most 0.10 needs no approval', async () => {
     const mandate = await gw.mandate({ approval: { above: '0.10' } });
     const held = await gw.call({ mandate: mandate.id, agent: 'gt/quote', input: { quote: '0.01' } });
