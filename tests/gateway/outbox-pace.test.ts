@@ -3,13 +3,15 @@
  * after its receipt, not on the next poll and not behind other intents; two outboxes on one
  * database post each intent exactly once, each call's settlement before its hold's release; and
  * the backlog is bounded: above `max_pending` pending intents, a call that would reserve money is
- * refused 503 `settlement_backlog` with `Retry-After`, and nothing is reserved.
+ * refused 503 `settlement_backlog` with `Retry-After`, and nothing is reserved. The posted marks
+ * of many receipts share one statement (issue 21 §1), and a post does not wait for its mark.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rm } from 'node:fs/promises';
 import { after, test } from 'node:test';
+import type { Knex } from 'knex';
 import pino from 'pino';
 import { openDatabase, type Database } from '../../src/db/index.ts';
 import { HttpClearingPort } from '../../src/gateway/clearing.ts';
@@ -130,17 +132,8 @@ test('two outboxes on one database post each of 120 intents exactly once, each s
   const settings = { poll_ms: HOUR_MS, batch: 7, concurrency: 4 };
   const outboxes = [new Outbox(first.knex, new HttpClearingPort(standIn.url), logger, settings), new Outbox(second.knex, new HttpClearingPort(standIn.url), logger, settings)];
 
-  const receipts = Array.from({ length: RECEIPTS }, (_, n) => `r${n + 1}`);
-  await first.knex.transaction(async (trx) => {
-    for (const id of receipts) {
-      await trx('gateway_receipts').insert({ id, root_mandate: 'p/m', status: 'succeeded', document: '{}' });
-      const intents: Intent[] = [
-        { operation: 'settle', receipt: id, body: { txnId: `settle:${id}`, caller: 'p', owner: 'a', rate: 1, retail: 1, ref: id } },
-        { operation: 'release-hold', receipt: id, body: { holdId: `hold:${id}`, reason: 'call settled' } },
-      ];
-      await outboxes[0].write(trx, intents);
-    }
-  });
+  const receipts = receiptIds(1, RECEIPTS);
+  await writeReceipts(first.knex, outboxes[0], receipts);
   // Both post right after "their" receipts and drain at the same time, over the same rows.
   for (const id of receipts) for (const outbox of outboxes) outbox.postReceipt(id);
   await Promise.all([outboxes[0].drain(), outboxes[1].drain(), outboxes[0].drain(), outboxes[1].drain()]);
@@ -154,16 +147,34 @@ test('two outboxes on one database post each of 120 intents exactly once, each s
     assert.equal(counts.get(`release hold:${id}`), 1, id);
     assert.ok(standIn.posts.indexOf(`settle settle:${id}`) < standIn.posts.indexOf(`release hold:${id}`), `${id}: released before settled`);
   }
-  const statuses: Array<{ status: string; n: unknown }> = await first.knex('gateway_settlement_intents').select('status').count({ n: '*' }).groupBy('status');
-  assert.deepEqual(statuses.map((row) => [row.status, Number(row.n)]), [['posted', 2 * RECEIPTS]]);
+  assert.deepEqual(await statusCounts(first.knex), [['posted', 2 * RECEIPTS]]);
 });
 
-/**
- * An outbox (polling hourly, so only what a test does posts) in front of a stand-in binding, with
- * the two intents of receipt `r1` (its settle, then its release) claimed by a poster that crashed:
- * their lease runs for another hour.
- */
-async function intentsOfACrashedPoster() {
+/** The intents counted by status: `[[status, n], …]`, in no set order. */
+async function statusCounts(knex: Knex): Promise<Array<[string, number]>> {
+  const rows: Array<{ status: string; n: unknown }> = await knex('gateway_settlement_intents').select('status').count({ n: '*' }).groupBy('status');
+  return rows.map((row) => [row.status, Number(row.n)]);
+}
+
+/** Receipt ids `r<from>` … `r<to>`. */
+const receiptIds = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, n) => `r${from + n}`);
+
+/** Writes each receipt of `ids` with its two intents (its settle, then its release), all in one transaction. */
+async function writeReceipts(knex: Knex, outbox: Outbox, ids: readonly string[]): Promise<void> {
+  await knex.transaction(async (trx) => {
+    for (const id of ids) {
+      await trx('gateway_receipts').insert({ id, root_mandate: 'p/m', status: 'succeeded', document: '{}' });
+      const intents: Intent[] = [
+        { operation: 'settle', receipt: id, body: { txnId: `settle:${id}`, caller: 'p', owner: 'a', rate: 1, retail: 1, ref: id } },
+        { operation: 'release-hold', receipt: id, body: { holdId: `hold:${id}`, reason: 'call settled' } },
+      ];
+      await outbox.write(trx, intents);
+    }
+  });
+}
+
+/** A fresh database in front of a stand-in binding, both closed after the tests, and an outbox on them (polling hourly unless `settings` say otherwise, so only what a test does posts). */
+async function outboxOnStandIn(settings: Partial<OutboxSettings> = {}) {
   const standIn = await startStandIn();
   const store = await freshStore();
   const database = await openDatabase(storeTarget(store, 'gateway'));
@@ -172,14 +183,18 @@ async function intentsOfACrashedPoster() {
     await database.close();
     await rm(store.db, { recursive: true, force: true });
   });
-  const outbox = new Outbox(database.knex, new HttpClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS });
-  await database.knex.transaction(async (trx) => {
-    await trx('gateway_receipts').insert({ id: 'r1', root_mandate: 'p/m', status: 'succeeded', document: '{}' });
-    await outbox.write(trx, [
-      { operation: 'settle', receipt: 'r1', body: { txnId: 'settle:r1', caller: 'p', owner: 'a', rate: 1, retail: 1, ref: 'r1' } },
-      { operation: 'release-hold', receipt: 'r1', body: { holdId: 'hold:r1', reason: 'call settled' } },
-    ]);
-  });
+  const outbox = new Outbox(database.knex, new HttpClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS, ...settings });
+  return { standIn, database, outbox };
+}
+
+/**
+ * An outbox in front of a stand-in binding ({@link outboxOnStandIn}), with the two intents of
+ * receipt `r1` (its settle, then its release) claimed by a poster that crashed: their lease runs
+ * for another hour.
+ */
+async function intentsOfACrashedPoster() {
+  const { standIn, database, outbox } = await outboxOnStandIn();
+  await writeReceipts(database.knex, outbox, ['r1']);
   const intents = () => database.knex('gateway_settlement_intents').where({ receipt: 'r1' });
   await intents().update({ claimed_until: database.knex.raw(`clock_timestamp() + interval '1 hour'`) });
   return { standIn, database, outbox, intents };
@@ -246,37 +261,139 @@ test('immediate posts are bounded from the claim on: with concurrency 2 a third 
   assert.ok(outbox.claimForPosting());
 });
 
-test('posted marks go at once while fewer than 4 mark statements are at the database, and together past that; each resolves once its statement commits, or fails with it', async () => {
+/**
+ * Counts the posted-mark statements `knex` runs on its raw connections (the outbox's
+ * `holon_gateway_mark_posted`: a pg prepared statement's text, or a PGlite query's), by wrapping
+ * each connection's `query` as the pool hands it out.
+ */
+function countMarkStatements(knex: Knex): { marks: number } {
+  const counted = { marks: 0 };
+  const wrapped = new WeakSet<object>();
+  const client = knex.client as { acquireConnection(): Promise<{ query(...args: unknown[]): unknown }> };
+  const acquire = client.acquireConnection.bind(client);
+  client.acquireConnection = async () => {
+    const connection = await acquire();
+    if (!wrapped.has(connection)) {
+      wrapped.add(connection);
+      const query = connection.query.bind(connection);
+      connection.query = (...args: unknown[]) => {
+        const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | null)?.text;
+        if (text?.includes("SET status = 'posted'")) counted.marks++;
+        return query(...args);
+      };
+    }
+    return connection;
+  };
+  return counted;
+}
+
+test('the posted marks of 40 receipts share statements: one for all when they fit a batch, full batches of mark_batch intents when not; every intent ends posted', async () => {
+  // The linger never ends within the test: only a full batch or drain() sends marks.
+  const { standIn, database, outbox } = await outboxOnStandIn({ mark_linger_ms: HOUR_MS, concurrency: 40 });
+  const statements = countMarkStatements(database.knex);
+  // 40 receipts, each posted right after its receipt (40 places: none is left to the retry path).
+  const immediate = receiptIds(1, 40);
+  await writeReceipts(database.knex, outbox, immediate);
+  for (const id of immediate) outbox.postReceipt(id);
+  await outbox.drain();
+  assert.equal(standIn.posts.length, 80);
+  assert.deepEqual(await statusCounts(database.knex), [['posted', 80]]);
+  assert.equal(statements.marks, 1, '80 intents, one mark statement');
+
+  // 40 more through the retry path, with batches of 10 intents (5 receipts): 8 statements.
+  const batched = new Outbox(database.knex, new HttpClearingPort(standIn.url), pino({ level: 'silent' }), { poll_ms: HOUR_MS, mark_linger_ms: HOUR_MS, mark_batch: 10 });
+  await writeReceipts(database.knex, batched, receiptIds(41, 80));
+  await batched.drain();
+  assert.equal(standIn.posts.length, 160);
+  assert.deepEqual(await statusCounts(database.knex), [['posted', 160]]);
+  assert.equal(statements.marks, 1 + 8);
+});
+
+test("a post gives back its place while its mark lingers; drain() and stop() send a lingering mark at once and wait for it", { timeout: 60_000 }, async () => {
+  const { standIn, database, outbox } = await outboxOnStandIn({ mark_linger_ms: HOUR_MS, concurrency: 1 });
+  await writeReceipts(database.knex, outbox, ['r1']);
+  const intents = (receipt: string) => database.knex('gateway_settlement_intents').where({ receipt }).orderBy('seq').select('status', database.knex.raw('claimed_until IS NOT NULL AS claimed'));
+  /** Posts `receipt` right after its receipt and waits until its post has given its one place back. */
+  const postAndFreePlace = async (receipt: string) => {
+    outbox.postReceipt(receipt);
+    const place = await waitFor(async () => outbox.claimForPosting());
+    place.cancel();
+  };
+
+  await postAndFreePlace('r1');
+  assert.deepEqual(standIn.posts, ['settle settle:r1', 'release hold:r1']);
+  // The binding took both; their mark lingers (an hour here), and their claim keeps every poster off them.
+  assert.deepEqual(await intents('r1'), [
+    { status: 'pending', claimed: true },
+    { status: 'pending', claimed: true },
+  ]);
+  await outbox.drain();
+  assert.deepEqual(await intents('r1'), [
+    { status: 'posted', claimed: false },
+    { status: 'posted', claimed: false },
+  ]);
+
+  // Written after the drain, which would have posted it.
+  await writeReceipts(database.knex, outbox, ['r2']);
+  await postAndFreePlace('r2');
+  assert.deepEqual((await intents('r2')).map((row) => row.status), ['pending', 'pending']);
+  await outbox.stop();
+  assert.deepEqual(await intents('r2'), [
+    { status: 'posted', claimed: false },
+    { status: 'posted', claimed: false },
+  ]);
+  assert.equal(standIn.posts.length, 4, 'each posted once');
+});
+
+test('a mark statement carries whole receipts up to mark_batch intents, at most 2 at the database; past a full waiting batch a post waits for its own statement; a failed one is logged, never thrown', async () => {
   const { statements, db } = heldStatements();
-  const outbox = new Outbox(db, null as never, pino({ level: 'silent' }), { poll_ms: HOUR_MS });
-  const markPosted = (ids: string[], last_error?: string) => (outbox as unknown as { markPosted(rows: Array<{ txn_id: string }>, e?: string): Promise<void> }).markPosted(ids.map((txn_id) => ({ txn_id })), last_error);
-  const settledAs = (promise: Promise<void>) => promise.then(() => 'committed', (error: Error) => error.message);
+  const logged: string[] = [];
+  const logger = { error: (_fields: unknown, message: string) => logged.push(message), warn: () => {} };
+  const outbox = new Outbox(db, null as never, logger as never, { poll_ms: HOUR_MS, mark_linger_ms: HOUR_MS, mark_batch: 3 });
+  const internals = outbox as unknown as { markPosted(rows: Array<{ txn_id: string }>): Promise<void>; flushMarks(): Promise<void> };
+  /** Marks `ids` posted; answers whether the post may go on at once (its promise resolved within a turn of the event loop). */
+  const markPosted = async (ids: string[]) => {
+    let ended = false;
+    const marked = internals.markPosted(ids.map((txn_id) => ({ txn_id }))).then(() => (ended = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    return { at_once: ended, marked };
+  };
   // MARK_POSTED's values, in the order its parameters first appear: the error, then the ids.
   const marked = (n: number) => statements[n].values as [string | null, string[]];
 
-  const early = ['a', 'b', 'c', 'd'].map((id) => settledAs(markPosted([`settle:${id}`])));
-  await waitFor(async () => statements.length === 4);
-  const waiting = [settledAs(markPosted(['settle:e'])), settledAs(markPosted(['settle:f', 'release:f']))];
-  const withError = settledAs(markPosted(['settle:g'], 'nothing to release'));
-  await waitFor(async () => statements.length === 5);
-  // The mark with a reason goes at once, alone; the two plain ones wait for one of the four.
-  assert.deepEqual(marked(4), ['nothing to release', ['settle:g']]);
-  statements[4].answer();
-  assert.equal(await withError, 'committed');
-  assert.equal(statements.length, 5);
-  statements[0].answer();
-  assert.equal(await early[0], 'committed');
-  await waitFor(async () => statements.length === 6);
-  assert.deepEqual(marked(5), [null, ['settle:e', 'settle:f', 'release:f']]);
-  statements[5].answer(new Error('connection lost'));
-  assert.deepEqual(await Promise.all(waiting), ['connection lost', 'connection lost']);
-  // Statement 2 hangs for good: the others end, and a new mark still goes at once.
+  assert.equal((await markPosted(['settle:a'])).at_once, true);
+  assert.equal(statements.length, 0, 'one intent waits for its linger');
+  assert.equal((await markPosted(['settle:b', 'release:b'])).at_once, true);
+  assert.deepEqual(marked(0), [null, ['settle:a', 'settle:b', 'release:b']]);
+  assert.equal((await markPosted(['settle:c', 'release:c'])).at_once, true);
+  assert.equal((await markPosted(['settle:d'])).at_once, true);
+  assert.deepEqual(marked(1), [null, ['settle:c', 'release:c', 'settle:d']]);
+  // Two statements at the database: a full batch waits, and the post that filled it waits for its statement.
+  assert.equal((await markPosted(['settle:e'])).at_once, true);
+  const f = await markPosted(['settle:f', 'release:f']);
+  assert.equal(f.at_once, false);
+  const g = await markPosted(['settle:g']);
+  assert.equal(g.at_once, false);
+  assert.equal(statements.length, 2);
+
+  // The first fails: logged, and the next batch goes (whole receipts, up to 3 intents).
+  statements[0].answer(new Error('connection lost'));
+  await waitFor(async () => statements.length === 3);
+  assert.deepEqual(logged, ['marking posted intents failed: they stay claimed and are posted again once their lease has passed']);
+  assert.deepEqual(marked(2), [null, ['settle:e', 'settle:f', 'release:f']]);
+  // Statement 1 hangs: the other place still serves.
   statements[2].answer();
+  await f.marked;
+  assert.equal(statements.length, 3, 'one intent waits for its linger');
+  // A flush sends it at once and waits for every statement at the database, the hung one too.
+  let flushed = false;
+  const flushing = internals.flushMarks().then(() => (flushed = true));
+  await waitFor(async () => statements.length === 4);
+  assert.deepEqual(marked(3), [null, ['settle:g']]);
   statements[3].answer();
-  const later = settledAs(markPosted(['settle:h']));
-  await waitFor(async () => statements.length === 7);
-  assert.deepEqual(marked(6), [null, ['settle:h']]);
-  statements[6].answer();
-  assert.equal(await later, 'committed');
-  assert.deepEqual(await Promise.all([early[2], early[3]]), ['committed', 'committed']);
+  await g.marked;
+  assert.equal(flushed, false);
+  statements[1].answer();
+  await flushing;
+  assert.equal(flushed, true);
 });
