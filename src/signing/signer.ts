@@ -9,9 +9,9 @@
  *     const jws = await signer.sign({ sub: mandate.id, mandate }, 'holon-mandate+jwt');
  *     const { keys } = await signer.jwks();
  */
+import { KeyObject, sign as signBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Knex } from 'knex';
-import { CompactSign } from 'jose';
 import { activeKey, listedKeys, processKey, type PublicJwk, type SigningKey } from './keys.ts';
 
 /** What {@link openSigner} needs: the database holding the keys and `HOLON_FILE_SECRET` (null: a key of this process only), and the issuer. */
@@ -31,11 +31,14 @@ export interface Jwks {
 export class Signer {
   readonly issuer: string;
   readonly #key: SigningKey;
+  /** The private key as node:crypto signs with it (a stored key is a WebCrypto key: its node key, still never exported). */
+  readonly #private: KeyObject;
   readonly #listed: () => Promise<PublicJwk[]>;
 
   constructor(issuer: string, key: SigningKey, listed: () => Promise<PublicJwk[]>) {
     this.issuer = issuer;
     this.#key = key;
+    this.#private = key.private_key instanceof KeyObject ? key.private_key : KeyObject.from(key.private_key);
     this.#listed = listed;
   }
 
@@ -46,12 +49,17 @@ export class Signer {
 
   /**
    * Signs `claims` (a JSON object; `sub`, `exp` and the document as the caller names them) as a
-   * compact JWS of type `typ`: the payload is the canonical JSON of the claims with `iss` and
-   * `iat` (now, seconds, unless the claims give it) added.
+   * compact JWS of type `typ` (RFC 7515 §7.1): the payload is the canonical JSON of the claims
+   * with `iss` and `iat` (now, seconds, unless the claims give it) added; the protected header is
+   * `{"alg":"EdDSA","kid","typ"}`. Signed in this thread with node:crypto (Ed25519, RFC 8032):
+   * WebCrypto's `subtle.sign`, which jose uses, queues each signature on the libuv thread pool,
+   * and every call's answer waited for that hop (issue 21). The bytes are those jose makes.
    */
   async sign(claims: Record<string, unknown>, typ: string): Promise<string> {
-    const payload = canonicalize({ iat: Math.floor(Date.now() / 1000), ...claims, iss: this.issuer });
-    return new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'EdDSA', kid: this.#key.kid, typ }).sign(this.#key.private_key);
+    const payload = canonicalize({ iat: Math.floor(Date.now() / 1000), ...claims, iss: this.issuer })!;
+    const header = JSON.stringify({ alg: 'EdDSA', kid: this.#key.kid, typ });
+    const input = `${Buffer.from(header).toString('base64url')}.${Buffer.from(payload).toString('base64url')}`;
+    return `${input}.${signBytes(null, Buffer.from(input), this.#private).toString('base64url')}`;
   }
 
   /** The public keys to verify with: the active one and the retired ones still listed. */

@@ -5,11 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { compactVerify, createLocalJWKSet } from 'jose';
+import canonicalize from 'canonicalize';
+import { CompactSign, compactVerify, createLocalJWKSet } from 'jose';
 import { verifySigned, VerificationError } from '../../clients/src/verify.ts';
 import type { Database } from '../../src/db/index.ts';
 import { rotateKey } from '../../src/signing/keys.ts';
-import { openSigner } from '../../src/signing/signer.ts';
+import { openSigner, processSigner } from '../../src/signing/signer.ts';
 import { openFreshDatabase } from '../helpers/clearing.ts';
 import { setUp } from '../helpers/hooks.ts';
 
@@ -67,4 +68,18 @@ test('rotation: a new active key, the retired one listed with its exp until then
   await db('gateway_signing_keys').where({ kid: retired }).update({ listed_until: new Date(Date.now() - 1000) });
   assert.deepEqual((await current.jwks()).keys.map((key) => key.kid), [active]);
   await assert.rejects(verifySigned(signedBefore, await current.jwks(), TYP, 'the checkpoint'), { code: 'key_not_in_jwks' });
+});
+
+test("a signature is the compact JWS jose makes over the same claims, byte for byte (stored key and process key), and verifies", async () => {
+  const stored = await openSigner(database.knex, { file_secret: SECRET, issuer: ISSUER });
+  for (const signer of [stored, processSigner(ISSUER)]) {
+    const claims = { iat: 1_700_000_000, sub: 'r-1', receipt: { id: 'r-1', cost: { own: '0.001' }, memo: 'café ✓' } };
+    const jws = await signer.sign(claims, TYP);
+    const { kid, private_key } = signer.signingKey();
+    const payload = canonicalize({ ...claims, iss: ISSUER })!;
+    const expected = await new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'EdDSA', kid, typ: TYP }).sign(private_key);
+    assert.equal(jws, expected);
+    const { protectedHeader } = await compactVerify(jws, createLocalJWKSet(await signer.jwks()));
+    assert.deepEqual(protectedHeader, { alg: 'EdDSA', kid, typ: TYP });
+  }
 });
