@@ -25,7 +25,7 @@ import { createApproval, inputHash, type ApprovalRow } from './approvals.ts';
 import { rankingRate, readMeasured } from './catalogue.ts';
 import { ClearingRefused, type ClearingPort } from './clearing.ts';
 import { deriveSubMandate, slotFor, subBudget } from './delegation.ts';
-import { budgetOf, closeParams, closeReservation, reserveParams, subMandateParams, type StoredMandate } from './mandates.ts';
+import { budgetOf, closeParams, closeReservation, reserveParams, subMandateParams, type BudgetFigures, type StoredMandate } from './mandates.ts';
 import { MandateCache } from './mandate-cache.ts';
 import { BACKLOG_RETRY_AFTER_S, intentsParams, type Intent, type Outbox } from './outbox.ts';
 import { agentRef, type ListedAgent, type Registry } from './registry.ts';
@@ -476,7 +476,8 @@ export class Gateway {
    * read on a billed call's path). An allowed call's worst case is checked against the budget
    * where it is reserved, under the mandate row's lock, and refused there with the same 403
    * `over_budget`; a call that would be held for approval, or refused, is checked against the
-   * figures first, so a call over budget is refused, not held.
+   * figures first, so a call over budget is refused, not held. A refusal that comes between
+   * admission and the reservation goes through {@link refuse}, which reads the figures first.
    */
   private async admit(call: Call): Promise<CallResult | null> {
     const agent = call.agent!;
@@ -488,9 +489,9 @@ export class Gateway {
     if (wc.ok) call.receipt.worst_case = formatMoney(wc.worst_case_micros);
     if (admission.decision === 'deny') throw new Stop('denied', 403, admission.code, admission.reason);
     const worst = wc as Extract<WorstCase, { ok: true }>;
-    const slot = this.slotRefusal(call, agent, worst.worst_case_micros, call.request.capability ?? null);
-    if (slot !== null) throw new Stop('denied', 403, 'outside_declared_calls', slot);
     call.worst = worst;
+    const slot = this.slotRefusal(call, agent, worst.worst_case_micros, call.request.capability ?? null);
+    if (slot !== null) await this.refuse(call, new Stop('denied', 403, 'outside_declared_calls', slot));
     if (admission.decision === 'approve' && call.options.approved?.status !== 'approved') {
       // The approval and its held receipt in one transaction: neither exists without the other.
       const approval = await this.deps.db.transaction(async (trx) => {
@@ -564,14 +565,15 @@ export class Gateway {
     const worst = call.worst!;
     const parent = call.options.parent;
     const holdId = parent?.mode === 'passthrough' || worst.worst_case_micros === 0 ? null : `hold:${this.work(call.id)}`;
-    if (worst.worst_case_micros > 0) await this.refuseOverBacklog();
+    const backlog = worst.worst_case_micros > 0 ? await this.backlogRefusal() : null;
+    if (backlog) await this.refuse(call, backlog);
 
     let subDocument: Record<string, any> | null = null;
     if (manifest.calls.length > 0) {
       const budget_micros = subBudget(call.mandate, manifest, worst.listed_micros, worst.worst_case_micros);
       subDocument = deriveSubMandate(call.mandate, manifest, call.id, budget_micros);
       const widening = checkAttenuation(call.mandate.mandate, validateMandate(subDocument));
-      if (widening) throw new Stop('denied', 403, 'attenuation', `the sub-mandate of ${call.receipt.agent} would widen ${call.mandate.id}: ${widening.field}: ${widening.reason}`);
+      if (widening) await this.refuse(call, new Stop('denied', 403, 'attenuation', `the sub-mandate of ${call.receipt.agent} would widen ${call.mandate.id}: ${widening.field}: ${widening.reason}`));
       call.receipt.sub_mandate = subDocument.id;
     }
 
@@ -586,10 +588,7 @@ export class Gateway {
       }),
     );
     call.clock?.mark('reserve');
-    if (!reserved) {
-      const figures = await budgetOf(db, call.mandate.id, call.mandate.mandate.budget.total_micros);
-      throw new Stop('denied', 403, 'over_budget', `worst case ${formatMoney(worst.worst_case_micros)} ${call.receipt.currency} exceeds the remaining budget ${formatMoney(figures.remaining_micros)} ${call.receipt.currency} of mandate ${call.mandate.id}; its issuer can grant a larger budget (GET /v0/mandates/{id} shows what is spent and reserved)`);
-    }
+    if (!reserved) throw this.overBudget(call, await budgetOf(db, call.mandate.id, call.mandate.mandate.budget.total_micros));
 
     if (holdId) {
       const expires = new Date(Date.now() + manifest.runtime.timeout_s * 1000 + HOLD_MARGIN_MS);
@@ -646,15 +645,34 @@ export class Gateway {
     }
   }
 
+  /** The refusal 403 `over_budget` of a call whose worst case exceeds what remains of its mandate's budget (`figures`, as read). */
+  private overBudget(call: Call, figures: BudgetFigures): Stop {
+    const { currency } = call.receipt;
+    return new Stop('denied', 403, 'over_budget', `worst case ${formatMoney(call.worst!.worst_case_micros)} ${currency} exceeds the remaining budget ${formatMoney(figures.remaining_micros)} ${currency} of mandate ${call.mandate.id}; its issuer can grant a larger budget (GET /v0/mandates/{id} shows what is spent and reserved)`);
+  }
+
+  /**
+   * Throws `refusal`, a refusal after admission (a delegation slot, the settlement backlog, a
+   * widening sub-mandate), unless the call is over budget: then 403 `over_budget`, as gateway §1
+   * "Admit" answers before anything else. An allowed call's budget is checked where it is
+   * reserved ({@link admit}: no read on its path), so a refusal before that reads the figures
+   * first; only a refused call pays for the read.
+   */
+  private async refuse(call: Call, refusal: Stop): Promise<never> {
+    const figures = await budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros);
+    throw call.worst!.worst_case_micros > figures.remaining_micros ? this.overBudget(call, figures) : refusal;
+  }
+
   /**
    * Issue 12 §3: a call that may be charged adds settlement intents; while more than the outbox's
    * `max_pending` are waiting to be posted, it is refused 503 `settlement_backlog` with
    * `Retry-After`, before anything is reserved, so the backlog stays bounded under any load.
+   * Answers that refusal, or null.
    */
-  private async refuseOverBacklog(): Promise<void> {
+  private async backlogRefusal(): Promise<Stop | null> {
     const backlog = await this.deps.outbox.backlog();
-    if (!backlog) return;
-    throw new Stop(
+    if (!backlog) return null;
+    return new Stop(
       'failed',
       503,
       'settlement_backlog',

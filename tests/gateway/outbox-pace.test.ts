@@ -96,6 +96,11 @@ test('over max_pending pending intents, a call that would reserve money is refus
   assert.equal(await gw.reserved(mandate.payer), 2 * micros('0.10'), 'no hold was opened');
   // A free call adds no settlement: it is not refused.
   assert.equal((await gw.call({ mandate: mandate.id, agent: 'gt/free', input: {} })).status, 200);
+  // A call over its budget is refused for that, as admission answers first (gateway §1), not told to come back in 2 s (issue 21: its budget is read only for a refusal).
+  const small = await gw.mandate({ budget: { total: '0.20', currency: 'EUR' } });
+  const over = await gw.call({ mandate: small.id, agent: 'gt/quote', input: { quote: '0.01' } });
+  assert.deepEqual([over.status, over.body.code, over.headers['retry-after'], over.body.receipt.status], [403, 'over_budget', undefined, 'denied']);
+  assert.equal(over.body.error, `worst case 0.50 EUR exceeds the remaining budget 0.20 EUR of mandate ${small.id}; its issuer can grant a larger budget (GET /v0/mandates/{id} shows what is spent and reserved)`);
 });
 
 /** A stand-in binding that answers every settle and release, slowly, and records what it was sent. */
