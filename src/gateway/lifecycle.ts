@@ -485,7 +485,7 @@ export class Gateway {
     const wc = worstCase(manifest, call.mandate.mandate.budget, call.max_cost_micros);
     const admitWith = (remaining_micros: Micros) => checkCall(call.mandate.mandate, manifest, wc, this.context(call, call.request.capability ?? null, agent, remaining_micros));
     let admission: Admission = admitWith(Number.MAX_SAFE_INTEGER);
-    if (admission.decision !== 'allow') admission = admitWith((await budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros)).remaining_micros);
+    if (admission.decision !== 'allow') admission = admitWith((await this.figures(call)).remaining_micros);
     if (wc.ok) call.receipt.worst_case = formatMoney(wc.worst_case_micros);
     if (admission.decision === 'deny') throw new Stop('denied', 403, admission.code, admission.reason);
     const worst = wc as Extract<WorstCase, { ok: true }>;
@@ -560,7 +560,7 @@ export class Gateway {
    * A passthrough downstream call opens no hold: the orchestrator's hold already covers its cap.
    */
   private async reserveAndRun(call: Call): Promise<CallResult> {
-    const { db, clearing } = this.deps;
+    const { clearing } = this.deps;
     const manifest = call.agent!.loaded.manifest;
     const worst = call.worst!;
     const parent = call.options.parent;
@@ -588,7 +588,7 @@ export class Gateway {
       }),
     );
     call.clock?.mark('reserve');
-    if (!reserved) throw this.overBudget(call, await budgetOf(db, call.mandate.id, call.mandate.mandate.budget.total_micros));
+    if (!reserved) throw this.overBudget(call, await this.figures(call));
 
     if (holdId) {
       const expires = new Date(Date.now() + manifest.runtime.timeout_s * 1000 + HOLD_MARGIN_MS);
@@ -645,6 +645,11 @@ export class Gateway {
     }
   }
 
+  /** What remains of the call's mandate's budget now (one read; only a call refused, or to be held, needs it: {@link admit}). */
+  private figures(call: Call): Promise<BudgetFigures> {
+    return budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros);
+  }
+
   /** The refusal 403 `over_budget` of a call whose worst case exceeds what remains of its mandate's budget (`figures`, as read). */
   private overBudget(call: Call, figures: BudgetFigures): Stop {
     const { currency } = call.receipt;
@@ -659,7 +664,7 @@ export class Gateway {
    * first; only a refused call pays for the read.
    */
   private async refuse(call: Call, refusal: Stop): Promise<never> {
-    const figures = await budgetOf(this.deps.db, call.mandate.id, call.mandate.mandate.budget.total_micros);
+    const figures = await this.figures(call);
     throw call.worst!.worst_case_micros > figures.remaining_micros ? this.overBudget(call, figures) : refusal;
   }
 
